@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The command table: one entry per cmds/ file. */
+#ifndef TLOG_COMMANDS_H
+#define TLOG_COMMANDS_H
+
+#include "options.h"
+
+extern const struct cmd_struct cmd_struct_dump_super;
+extern const struct cmd_struct cmd_struct_dump_tree;
+extern const struct cmd_struct cmd_struct_ls;
+extern const struct cmd_struct cmd_struct_stat;
+
+#endif

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "messages.h"
+#include "options.h"
+
+void print_usage(const struct cmd_struct *cmd, bool full)
+{
+	const char * const *u = cmd->usage;
+	FILE *out = full ? stdout : stderr;
+
+	fprintf(out, "usage: %s\n\n", u[0]);
+	fprintf(out, "    %s\n", u[1]);
+	if (!full) {
+		fprintf(out, "\nRun '%s %s --help' for more.\n", tlog_progname, cmd->name);
+		return;
+	}
+	for (u += 2; *u; u++)
+		fprintf(out, "%s%s\n", **u ? "    " : "", *u);
+	fprintf(out, "\n    --help                show this help\n");
+	if (cmd->flags & CMD_JSON)
+		fprintf(out, "    --format text|json    output format (default: text)\n");
+	fprintf(out, "    --super N             use superblock copy N (0, 1, 2) instead of the newest valid one\n");
+}
+
+void usage(const struct cmd_struct *cmd, int exit_code)
+{
+	print_usage(cmd, exit_code == 0);
+	exit(exit_code);
+}
+
+void usage_unknown_option(const struct cmd_struct *cmd, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+
+	if (optopt && optopt < 0x100 && arg[0] == '-' && arg[1] != '-')
+		error("%s: invalid option -%c or missing argument", cmd->name, optopt);
+	else
+		error("%s: unrecognized option or missing argument '%s'", cmd->name, arg);
+	print_usage(cmd, false);
+	exit(1);
+}
+
+bool handle_common_option(const struct cmd_struct *cmd, int c, struct cmd_common *common)
+{
+	switch (c) {
+	case GETOPT_VAL_HELP:
+		usage(cmd, 0);
+	case GETOPT_VAL_FORMAT:
+		if (!(cmd->flags & CMD_JSON)) {
+			error("%s does not support --format", cmd->name);
+			exit(1);
+		}
+		if (output_format_parse(optarg, &common->format) < 0) {
+			error("invalid output format '%s' (use text or json)", optarg);
+			exit(1);
+		}
+		return true;
+	case GETOPT_VAL_SUPER: {
+		char *end;
+		long n = strtol(optarg, &end, 10);
+
+		if (*optarg == '\0' || *end || n < 0 || n > 2) {
+			error("invalid superblock copy '%s' (use 0, 1 or 2)", optarg);
+			exit(1);
+		}
+		common->super_mirror = (int)n;
+		return true;
+	}
+	}
+	return false;
+}
+
+void check_argc(const struct cmd_struct *cmd, int argc, int min, int max)
+{
+	int n = argc - optind;
+
+	if (n < min) {
+		error("%s: not enough arguments", cmd->name);
+		print_usage(cmd, false);
+		exit(1);
+	}
+	if (max >= 0 && n > max) {
+		error("%s: too many arguments", cmd->name);
+		print_usage(cmd, false);
+		exit(1);
+	}
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The command table and option handling shared by every command.
+ *
+ * Usage arrays have a fixed layout:
+ *	[0] synopsis ("tlogctl ls [-l] IMAGE PATH")
+ *	[1] one line saying what the command does
+ *	[2] "" then lines of longer text
+ *	then "" and option lines ("-l|--long    show details"), NULL-terminated.
+ */
+#ifndef TLOG_OPTIONS_H
+#define TLOG_OPTIONS_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include "output.h"
+
+/* Command flags: preconditions the dispatcher and helpers know about. */
+#define CMD_JSON	(1U << 0)	/* takes --format json */
+#define CMD_WRITES	(1U << 1)	/* may modify the image */
+#define CMD_HIDDEN	(1U << 2)	/* not listed in "help" */
+
+struct cmd_struct {
+	const char *name;
+	int (*fn)(const struct cmd_struct *cmd, int argc, char **argv);
+	const char * const *usage;
+	unsigned int flags;
+};
+
+/* Options every command accepts, to append to its struct option array. */
+enum {
+	GETOPT_VAL_HELP = 0x1000,
+	GETOPT_VAL_FORMAT,
+	GETOPT_VAL_SUPER,
+	GETOPT_VAL_FIRST_CMD,	/* commands number their long-only options from here */
+};
+
+#define COMMON_LONG_OPTIONS				\
+	{ "help", no_argument, NULL, GETOPT_VAL_HELP },	\
+	{ "format", required_argument, NULL, GETOPT_VAL_FORMAT },	\
+	{ "super", required_argument, NULL, GETOPT_VAL_SUPER }
+
+/* Settings from the common options. */
+struct cmd_common {
+	enum output_format format;
+	int super_mirror;	/* --super N, -1 when not given */
+};
+
+#define CMD_COMMON_INIT { .format = OUTPUT_TEXT, .super_mirror = -1 }
+
+/*
+ * Handle a common option returned by getopt_long.  Returns true if @c was
+ * one (after --help it exits), false for anything the command must handle.
+ */
+bool handle_common_option(const struct cmd_struct *cmd, int c, struct cmd_common *common);
+
+/* Print the usage of @cmd to stdout (full) or stderr (short) and exit. */
+__attribute__((noreturn))
+void usage(const struct cmd_struct *cmd, int exit_code);
+/* Print the full help of @cmd to stdout. */
+void print_usage(const struct cmd_struct *cmd, bool full);
+
+/* "bad option" error + short usage + exit 1, for the default: case. */
+__attribute__((noreturn))
+void usage_unknown_option(const struct cmd_struct *cmd, char **argv);
+
+/* Exit with an error unless argc - optind is between @min and @max. */
+void check_argc(const struct cmd_struct *cmd, int argc, int min, int max);
+
+#endif

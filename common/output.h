@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Text for people, JSON for machines: the same data in both. */
+#ifndef TLOG_OUTPUT_H
+#define TLOG_OUTPUT_H
+
+#include <stdint.h>
+#include <json-c/json.h>
+
+enum output_format {
+	OUTPUT_TEXT,
+	OUTPUT_JSON,
+};
+
+int output_format_parse(const char *s, enum output_format *ret);
+
+/* Print @obj on stdout followed by a newline and release it.  0 or -EIO. */
+int output_json(json_object *obj);
+
+/* Small constructors that keep call sites short. */
+static inline void json_add_u64(json_object *o, const char *k, uint64_t v)
+{
+	json_object_object_add(o, k, json_object_new_uint64(v));
+}
+
+static inline void json_add_str(json_object *o, const char *k, const char *v)
+{
+	json_object_object_add(o, k, json_object_new_string(v));
+}
+
+/* A JSON string from arbitrary bytes: invalid UTF-8 and controls become \xNN. */
+json_object *json_new_bytes(const char *p, size_t len);
+
+#endif

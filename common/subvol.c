@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+
+#include "errctx.h"
+#include "messages.h"
+#include "subvol.h"
+
+int resolve_image_path(struct tlog_fs *fs, u64 subvol, const char *image,
+		       const char *path, struct tlog_ino *ret)
+{
+	struct btrfs_root *start = NULL;
+	int err;
+
+	tlog_error_clear();
+	if (subvol && subvol != BTRFS_FS_TREE_OBJECTID &&
+	    (subvol < BTRFS_FIRST_FREE_OBJECTID || subvol > BTRFS_LAST_FREE_OBJECTID)) {
+		error("%llu is not a subvolume id (use 5 or 256 and up)",
+		      (unsigned long long)subvol);
+		return -EINVAL;
+	}
+	if (subvol) {
+		err = btrfs_read_root(fs, subvol, &start);
+		if (err) {
+			error_errno(err, "cannot open subvolume %llu of %s",
+				    (unsigned long long)subvol, image);
+			return err;
+		}
+	}
+	err = tlog_resolve_path(fs, start, path, ret);
+	if (err)
+		error_errno(err, "cannot find %s in %s", path, image);
+	return err;
+}

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The file backend of the block-device layer: pread/pwrite on a regular
+ * file or a block device.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <linux/fs.h>
+
+#include "blockdev.h"
+#include "errctx.h"
+
+struct file_bdev {
+	int fd;
+};
+
+static int file_fd(struct tlog_bdev *bdev)
+{
+	return ((struct file_bdev *)bdev->priv)->fd;
+}
+
+static int file_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t ret = pread(file_fd(bdev), (char *)buf + done, len - done,
+				    (off_t)(offset + done));
+
+		if (ret < 0) {
+			if (errno == EINTR)
+				continue;
+			return tlog_error(-errno, "read of %zu bytes at %llu failed: %s",
+					  len, (unsigned long long)offset, strerror(errno));
+		}
+		if (ret == 0)
+			return tlog_error(-EIO, "image ends before byte %llu (size %llu)",
+					  (unsigned long long)(offset + len),
+					  (unsigned long long)bdev->size);
+		done += ret;
+	}
+	return 0;
+}
+
+static int file_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t ret = pwrite(file_fd(bdev), (const char *)buf + done,
+				     len - done, (off_t)(offset + done));
+
+		if (ret < 0) {
+			if (errno == EINTR)
+				continue;
+			return tlog_error(-errno, "write of %zu bytes at %llu failed: %s",
+					  len, (unsigned long long)offset, strerror(errno));
+		}
+		done += ret;
+	}
+	return 0;
+}
+
+static int file_flush(struct tlog_bdev *bdev)
+{
+	if (fsync(file_fd(bdev)) < 0)
+		return tlog_error(-errno, "flush failed: %s", strerror(errno));
+	return 0;
+}
+
+static void file_readahead(struct tlog_bdev *bdev, u64 offset, u64 len)
+{
+	posix_fadvise(file_fd(bdev), (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
+static void file_close(struct tlog_bdev *bdev)
+{
+	close(file_fd(bdev));
+	free(bdev->priv);
+}
+
+static const struct tlog_bdev_ops file_bdev_ops = {
+	.read = file_read,
+	.write = file_write,
+	.flush = file_flush,
+	.readahead = file_readahead,
+	.close = file_close,
+};
+
+int tlog_bdev_open_file(const char *path, int mode, struct tlog_bdev **ret)
+{
+	struct tlog_bdev *bdev;
+	struct file_bdev *fb;
+	struct stat st;
+	int fd, err;
+
+	fd = open(path, (mode == TLOG_BDEV_RDWR ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0)
+		return tlog_error(-errno, "%s", strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		close(fd);
+		return tlog_error(err, "%s", strerror(-err));
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		close(fd);
+		return tlog_error(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+				  "not a regular file or block device");
+	}
+
+	bdev = calloc(1, sizeof(*bdev));
+	fb = calloc(1, sizeof(*fb));
+	if (!bdev || !fb || !(bdev->name = strdup(path))) {
+		free(fb);
+		free(bdev);
+		close(fd);
+		return -ENOMEM;
+	}
+	fb->fd = fd;
+	bdev->priv = fb;
+	bdev->ops = &file_bdev_ops;
+	bdev->writable = mode == TLOG_BDEV_RDWR;
+	bdev->is_blockdev = S_ISBLK(st.st_mode);
+	if (bdev->is_blockdev) {
+		u64 size = 0;
+
+		if (ioctl(fd, BLKGETSIZE64, &size) < 0) {
+			err = -errno;
+			tlog_bdev_close(bdev);
+			return tlog_error(err, "cannot get device size: %s", strerror(-err));
+		}
+		bdev->size = size;
+	} else {
+		bdev->size = st.st_size;
+	}
+	*ret = bdev;
+	return 0;
+}
+
+void tlog_bdev_close(struct tlog_bdev *bdev)
+{
+	if (!bdev)
+		return;
+	bdev->ops->close(bdev);
+	free(bdev->name);
+	free(bdev);
+}
+
+int tlog_bdev_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
+{
+	if (offset > bdev->size || len > bdev->size - offset)
+		return tlog_error(-EIO, "read of %zu bytes at %llu is past the end of %s (%llu bytes)",
+				  len, (unsigned long long)offset, bdev->name,
+				  (unsigned long long)bdev->size);
+	bdev->nr_reads++;
+	bdev->bytes_read += len;
+	return bdev->ops->read(bdev, buf, len, offset);
+}
+
+int tlog_bdev_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset)
+{
+	if (!bdev->writable)
+		return tlog_error(-EROFS, "%s is open read-only", bdev->name);
+	bdev->nr_writes++;
+	bdev->bytes_written += len;
+	return bdev->ops->write(bdev, buf, len, offset);
+}
+
+int tlog_bdev_flush(struct tlog_bdev *bdev)
+{
+	return bdev->ops->flush ? bdev->ops->flush(bdev) : 0;
+}
+
+void tlog_bdev_readahead(struct tlog_bdev *bdev, u64 offset, u64 len)
+{
+	if (bdev->ops->readahead && offset < bdev->size)
+		bdev->ops->readahead(bdev, offset, len);
+}

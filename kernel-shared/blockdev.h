@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Block-device layer.  Everything the library reads or writes goes through
+ * a struct tlog_bdev, so a regular file, a block device and a test backend
+ * (fault injection, tracing) look the same to the rest of the code.
+ */
+#ifndef TLOG_BLOCKDEV_H
+#define TLOG_BLOCKDEV_H
+
+#include <stdbool.h>
+#include "format.h"
+
+struct tlog_bdev;
+
+struct tlog_bdev_ops {
+	/* Read exactly @len bytes at @offset; -EIO (with context) when short. */
+	int (*read)(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset);
+	int (*write)(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset);
+	int (*flush)(struct tlog_bdev *bdev);
+	/* Hint that [offset, offset + len) will be read soon; may do nothing. */
+	void (*readahead)(struct tlog_bdev *bdev, u64 offset, u64 len);
+	void (*close)(struct tlog_bdev *bdev);
+};
+
+struct tlog_bdev {
+	const struct tlog_bdev_ops *ops;
+	char *name;		/* for messages */
+	u64 size;		/* bytes addressable */
+	bool writable;
+	bool is_blockdev;
+	void *priv;		/* backend state */
+	/* statistics, for benchmarks and tests */
+	u64 nr_reads;
+	u64 nr_writes;
+	u64 bytes_read;
+	u64 bytes_written;
+};
+
+#define TLOG_BDEV_RDONLY	0
+#define TLOG_BDEV_RDWR		1
+
+/* Open a regular file or block device.  Returns 0 or -errno. */
+int tlog_bdev_open_file(const char *path, int mode, struct tlog_bdev **ret);
+void tlog_bdev_close(struct tlog_bdev *bdev);
+
+int tlog_bdev_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset);
+int tlog_bdev_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset);
+int tlog_bdev_flush(struct tlog_bdev *bdev);
+void tlog_bdev_readahead(struct tlog_bdev *bdev, u64 offset, u64 len);
+
+#endif

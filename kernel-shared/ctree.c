@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Read side of the B-trees: binary search within blocks, root-to-leaf
+ * search, and stepping between leaves.  The level of every child is checked
+ * against its parent (level - 1), so a corrupted pointer can never make a
+ * walk loop: each step down strictly lowers the level.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "blockdev.h"
+#include "ctree.h"
+#include "errctx.h"
+
+void btrfs_init_path(struct btrfs_path *path)
+{
+	memset(path, 0, sizeof(*path));
+}
+
+void btrfs_release_path(struct btrfs_path *path)
+{
+	for (int i = 0; i < BTRFS_MAX_LEVEL; i++) {
+		free_extent_buffer(path->nodes[i]);
+		path->nodes[i] = NULL;
+		path->slots[i] = 0;
+	}
+}
+
+u32 btrfs_leaf_free_space(const struct tlog_fs *fs, const struct extent_buffer *leaf)
+{
+	u32 nritems = btrfs_header_nritems_eb(leaf);
+	u32 used;
+
+	if (nritems == 0)
+		return btrfs_leaf_data_size(fs->nodesize);
+	used = nritems * sizeof(struct btrfs_item) +
+	       btrfs_leaf_data_size(fs->nodesize) - btrfs_item_offset(leaf, nritems - 1);
+	return btrfs_leaf_data_size(fs->nodesize) - used;
+}
+
+/*
+ * Binary search for @key in @eb.  Returns 0 and the slot of an exact match,
+ * or 1 and the slot where it would be inserted.
+ */
+static int bin_search(const struct extent_buffer *eb, const struct btrfs_key *key,
+		      int *slot)
+{
+	int lo = 0, hi = btrfs_header_nritems_eb(eb);
+	bool leaf = btrfs_header_level_eb(eb) == 0;
+	struct btrfs_key cur;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		int cmp;
+
+		if (leaf)
+			btrfs_item_key_to_cpu(eb, &cur, mid);
+		else
+			btrfs_node_key_to_cpu(eb, &cur, mid);
+		cmp = btrfs_comp_cpu_keys(&cur, key);
+		if (cmp < 0) {
+			lo = mid + 1;
+		} else if (cmp > 0) {
+			hi = mid;
+		} else {
+			*slot = mid;
+			return 0;
+		}
+	}
+	*slot = lo;
+	return 1;
+}
+
+/* Ask the device to start reading the children of @node that follow @slot. */
+static void reada_children(struct btrfs_root *root, struct extent_buffer *node, int slot)
+{
+	struct tlog_fs *fs = root->fs;
+	u32 nritems = btrfs_header_nritems_eb(node);
+	u64 start = 0, end = 0;
+
+	for (u32 i = slot; i < nritems; i++) {
+		u64 phys;
+
+		if (btrfs_map_block(fs, btrfs_node_blockptr(node, i), fs->nodesize,
+				    &phys, 1) != 1)
+			break;
+		/* Merge contiguous children into one hint. */
+		if (end == phys) {
+			end += fs->nodesize;
+			continue;
+		}
+		if (end > start)
+			tlog_bdev_readahead(fs->bdev, start, end - start);
+		start = phys;
+		end = phys + fs->nodesize;
+	}
+	if (end > start)
+		tlog_bdev_readahead(fs->bdev, start, end - start);
+	tlog_error_clear();
+}
+
+/* Read the child of @parent at @slot, checking what the parent says about it. */
+static int read_child(struct btrfs_root *root, struct extent_buffer *parent, int slot,
+		      struct extent_buffer **ret)
+{
+	int level = btrfs_header_level_eb(parent) - 1;
+	struct btrfs_key pkey, ckey;
+	int err;
+
+	err = read_tree_block(root->fs, btrfs_node_blockptr(parent, slot), level,
+			      btrfs_node_ptr_generation(parent, slot), ret);
+	if (err)
+		return err;
+	/* The parent's key must be the child's first key. */
+	btrfs_node_key_to_cpu(parent, &pkey, slot);
+	if (btrfs_header_nritems_eb(*ret) > 0) {
+		if (level == 0)
+			btrfs_item_key_to_cpu(*ret, &ckey, 0);
+		else
+			btrfs_node_key_to_cpu(*ret, &ckey, 0);
+		if (btrfs_comp_cpu_keys(&pkey, &ckey) != 0) {
+			free_extent_buffer(*ret);
+			*ret = NULL;
+			return tlog_error(-EUCLEAN,
+					  "tree block %llu: first key differs from its parent's key",
+					  (unsigned long long)btrfs_node_blockptr(parent, slot));
+		}
+	} else if (level == 0 && root->level != 0) {
+		/* Only a root leaf may be empty. */
+		u64 bytenr = btrfs_node_blockptr(parent, slot);
+
+		free_extent_buffer(*ret);
+		*ret = NULL;
+		return tlog_error(-EUCLEAN, "tree block %llu: empty leaf below a node",
+				  (unsigned long long)bytenr);
+	}
+	return 0;
+}
+
+static int read_root_block(struct btrfs_root *root, struct extent_buffer **ret)
+{
+	return read_tree_block(root->fs, root->bytenr, root->level, root->generation, ret);
+}
+
+int btrfs_search_slot(struct btrfs_root *root, const struct btrfs_key *key,
+		      struct btrfs_path *path)
+{
+	struct extent_buffer *eb;
+	int ret, level, slot = 0;
+
+	btrfs_release_path(path);
+	ret = read_root_block(root, &eb);
+	if (ret)
+		return ret;
+
+	for (;;) {
+		level = btrfs_header_level_eb(eb);
+		path->nodes[level] = eb;
+		ret = bin_search(eb, key, &slot);
+		if (level == 0) {
+			path->slots[0] = slot;
+			return ret;
+		}
+		/* In a node, descend into the child whose range holds the key. */
+		if (ret && slot > 0)
+			slot--;
+		path->slots[level] = slot;
+		if (path->reada && level == 1)
+			reada_children(root, eb, slot);
+		ret = read_child(root, eb, slot, &eb);
+		if (ret) {
+			btrfs_release_path(path);
+			return ret;
+		}
+	}
+}
+
+/* Walk down from @level at path->slots[level] along the leftmost (or rightmost) edge. */
+static int descend(struct btrfs_root *root, struct btrfs_path *path, int level, bool rightmost)
+{
+	while (level > 0) {
+		struct extent_buffer *child;
+		int ret;
+
+		if (path->reada && level == 1)
+			reada_children(root, path->nodes[1], path->slots[1]);
+		ret = read_child(root, path->nodes[level], path->slots[level], &child);
+		if (ret)
+			return ret;
+		level--;
+		free_extent_buffer(path->nodes[level]);
+		path->nodes[level] = child;
+		path->slots[level] = rightmost ?
+			(int)btrfs_header_nritems_eb(child) - 1 : 0;
+		if (path->slots[level] < 0)
+			path->slots[level] = 0;
+	}
+	return 0;
+}
+
+int btrfs_next_leaf(struct btrfs_root *root, struct btrfs_path *path)
+{
+	int level;
+
+	for (level = 1; level < BTRFS_MAX_LEVEL; level++) {
+		struct extent_buffer *node = path->nodes[level];
+
+		if (!node)
+			return 1;
+		if (path->slots[level] + 1 < (int)btrfs_header_nritems_eb(node)) {
+			path->slots[level]++;
+			return descend(root, path, level, false);
+		}
+	}
+	return 1;
+}
+
+int btrfs_prev_leaf(struct btrfs_root *root, struct btrfs_path *path)
+{
+	int level;
+
+	for (level = 1; level < BTRFS_MAX_LEVEL; level++) {
+		if (!path->nodes[level])
+			return 1;
+		if (path->slots[level] > 0) {
+			path->slots[level]--;
+			return descend(root, path, level, true);
+		}
+	}
+	return 1;
+}
+
+int btrfs_next_item(struct btrfs_root *root, struct btrfs_path *path)
+{
+	struct extent_buffer *leaf = path->nodes[0];
+
+	if (path->slots[0] + 1 < (int)btrfs_header_nritems_eb(leaf)) {
+		path->slots[0]++;
+		return 0;
+	}
+	/* Skip over any (invalid but harmless) empty leaves. */
+	for (;;) {
+		int ret = btrfs_next_leaf(root, path);
+
+		if (ret)
+			return ret;
+		if (btrfs_header_nritems_eb(path->nodes[0]) > 0)
+			return 0;
+	}
+}
+
+int btrfs_prev_item(struct btrfs_root *root, struct btrfs_path *path)
+{
+	if (path->slots[0] > 0) {
+		path->slots[0]--;
+		return 0;
+	}
+	for (;;) {
+		int ret = btrfs_prev_leaf(root, path);
+
+		if (ret)
+			return ret;
+		if (btrfs_header_nritems_eb(path->nodes[0]) > 0)
+			return 0;
+	}
+}
+
+int btrfs_search_forward(struct btrfs_root *root, const struct btrfs_key *key,
+			 struct btrfs_path *path)
+{
+	int ret = btrfs_search_slot(root, key, path);
+
+	if (ret <= 0)
+		return ret;
+	if (path->slots[0] < (int)btrfs_header_nritems_eb(path->nodes[0]))
+		return 0;
+	/* Past the end of this leaf: the next item, if any, is in the next leaf. */
+	path->slots[0] = btrfs_header_nritems_eb(path->nodes[0]) - 1;
+	if (btrfs_header_nritems_eb(path->nodes[0]) == 0)
+		path->slots[0] = 0;
+	return btrfs_next_item(root, path);
+}
+
+int btrfs_search_backwards(struct btrfs_root *root, const struct btrfs_key *key,
+			   struct btrfs_path *path)
+{
+	struct btrfs_key found;
+	int ret = btrfs_search_slot(root, key, path);
+
+	if (ret <= 0)
+		return ret;
+	ret = btrfs_prev_item(root, path);
+	if (ret)
+		return ret;
+	btrfs_item_key_to_cpu(path->nodes[0], &found, path->slots[0]);
+	if (found.objectid != key->objectid || found.type != key->type)
+		return 1;
+	return 0;
+}
+
+/* ---- range iteration ---- */
+
+static void iter_load(struct btrfs_tree_iter *iter)
+{
+	iter->leaf = iter->path.nodes[0];
+	iter->slot = iter->path.slots[0];
+	btrfs_item_key_to_cpu(iter->leaf, &iter->key, iter->slot);
+	if (btrfs_comp_cpu_keys(&iter->key, &iter->max) > 0)
+		iter->ret = 1;
+}
+
+int btrfs_tree_iter_start(struct btrfs_root *root, struct btrfs_tree_iter *iter,
+			  const struct btrfs_key *min, const struct btrfs_key *max)
+{
+	memset(iter, 0, sizeof(*iter));
+	iter->root = root;
+	iter->max = *max;
+	iter->path.reada = true;
+	iter->ret = btrfs_search_forward(root, min, &iter->path);
+	if (iter->ret == 0)
+		iter_load(iter);
+	return iter->ret;
+}
+
+int btrfs_tree_iter_next(struct btrfs_tree_iter *iter)
+{
+	if (iter->ret)
+		return iter->ret;
+	iter->ret = btrfs_next_item(iter->root, &iter->path);
+	if (iter->ret == 0)
+		iter_load(iter);
+	return iter->ret;
+}
+
+void btrfs_tree_iter_end(struct btrfs_tree_iter *iter)
+{
+	btrfs_release_path(&iter->path);
+}

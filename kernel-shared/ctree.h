@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * In-memory objects of an open filesystem (struct tlog_fs, struct btrfs_root,
+ * struct extent_buffer, struct btrfs_path) and the B-tree read operations:
+ * search, next/prev, item access.
+ */
+#ifndef TLOG_CTREE_H
+#define TLOG_CTREE_H
+
+#include <stdbool.h>
+#include "format.h"
+#include "list.h"
+#include "volumes.h"
+
+struct tlog_bdev;
+
+/* A tree block held in memory.  Owned by the block cache; callers hold refs. */
+struct extent_buffer {
+	u64 start;
+	u32 len;
+	int refs;
+	struct extent_buffer *hash_next;
+	struct list_head lru;		/* on the cache's LRU while refs == 0 */
+	u8 data[];
+};
+
+struct eb_cache {
+	struct extent_buffer **hash;
+	size_t hash_size;
+	struct list_head lru;		/* unreferenced buffers, oldest first */
+	size_t nr_cached;
+	size_t max_cached;		/* soft limit on unreferenced buffers */
+	u64 hits, misses;
+};
+
+/* One tree: where its root block is and the ROOT_ITEM that describes it. */
+struct btrfs_root {
+	struct tlog_fs *fs;
+	struct btrfs_key root_key;	/* (objectid, ROOT_ITEM, offset) */
+	struct btrfs_root_item root_item; /* zero-filled past a legacy item */
+	u64 bytenr;
+	u64 generation;
+	u8 level;
+	struct btrfs_root *next;	/* fs->roots list */
+};
+
+/* Options for opening an image. */
+struct tlog_open_opts {
+	int super_mirror;		/* -1: pick the newest valid copy */
+	bool writable;
+	bool skip_chunk_tree;		/* dump-super: superblock only */
+};
+
+struct tlog_fs {
+	struct tlog_bdev *bdev;
+	struct btrfs_super_block super;
+	int super_mirror;		/* which copy was loaded */
+	u64 generation;
+	u32 nodesize;
+	u32 sectorsize;
+	u16 csum_type;
+	int csum_size;
+	u64 incompat;
+	u64 compat_ro;
+	u8 fsid[BTRFS_FSID_SIZE];
+	u8 header_fsid[BTRFS_FSID_SIZE];	/* metadata_uuid when set */
+	struct chunk_map chunks;
+	struct eb_cache cache;
+	struct btrfs_root *tree_root;
+	struct btrfs_root *chunk_root;
+	struct btrfs_root *log_root_tree;	/* NULL when there is no log */
+	struct btrfs_root *roots;		/* other roots read so far */
+	u8 *scratch;				/* nodesize bytes for verification */
+};
+
+/* A position in a tree: the block and slot at each level, leaf at 0. */
+struct btrfs_path {
+	struct extent_buffer *nodes[BTRFS_MAX_LEVEL];
+	int slots[BTRFS_MAX_LEVEL];
+	bool reada;			/* read ahead siblings while walking */
+};
+
+/* ---- extent buffer access ---- */
+
+static inline struct btrfs_header *eb_header(const struct extent_buffer *eb)
+{
+	return (struct btrfs_header *)eb->data;
+}
+
+static inline u32 btrfs_header_nritems_eb(const struct extent_buffer *eb)
+{
+	return btrfs_header_nritems(eb_header(eb));
+}
+
+static inline u8 btrfs_header_level_eb(const struct extent_buffer *eb)
+{
+	return btrfs_header_level(eb_header(eb));
+}
+
+static inline struct btrfs_item *btrfs_item_nr(const struct extent_buffer *eb, int slot)
+{
+	return (struct btrfs_item *)(eb->data + sizeof(struct btrfs_header) +
+				     (size_t)slot * sizeof(struct btrfs_item));
+}
+
+static inline struct btrfs_key_ptr *btrfs_key_ptr_nr(const struct extent_buffer *eb, int slot)
+{
+	return (struct btrfs_key_ptr *)(eb->data + sizeof(struct btrfs_header) +
+					(size_t)slot * sizeof(struct btrfs_key_ptr));
+}
+
+static inline void btrfs_item_key_to_cpu(const struct extent_buffer *eb,
+					 struct btrfs_key *key, int slot)
+{
+	btrfs_disk_key_to_cpu(key, &btrfs_item_nr(eb, slot)->key);
+}
+
+static inline void btrfs_node_key_to_cpu(const struct extent_buffer *eb,
+					 struct btrfs_key *key, int slot)
+{
+	btrfs_disk_key_to_cpu(key, &btrfs_key_ptr_nr(eb, slot)->key);
+}
+
+static inline u64 btrfs_node_blockptr(const struct extent_buffer *eb, int slot)
+{
+	return btrfs_key_ptr_blockptr(btrfs_key_ptr_nr(eb, slot));
+}
+
+static inline u64 btrfs_node_ptr_generation(const struct extent_buffer *eb, int slot)
+{
+	return btrfs_key_ptr_generation(btrfs_key_ptr_nr(eb, slot));
+}
+
+static inline u32 btrfs_item_size(const struct extent_buffer *eb, int slot)
+{
+	return btrfs_raw_item_size(btrfs_item_nr(eb, slot));
+}
+
+static inline u32 btrfs_item_offset(const struct extent_buffer *eb, int slot)
+{
+	return btrfs_raw_item_offset(btrfs_item_nr(eb, slot));
+}
+
+/* Item data; the block checker guarantees it lies inside the leaf. */
+static inline void *btrfs_item_ptr(const struct extent_buffer *eb, int slot)
+{
+	return (void *)(eb->data + sizeof(struct btrfs_header) +
+			btrfs_item_offset(eb, slot));
+}
+
+#define btrfs_item_ptr_type(eb, slot, type) ((type *)btrfs_item_ptr(eb, slot))
+
+u32 btrfs_leaf_free_space(const struct tlog_fs *fs, const struct extent_buffer *leaf);
+
+/* ---- block cache and tree block reads (disk-io.c) ---- */
+
+/*
+ * Read and verify the tree block at @bytenr.  @level and @generation are
+ * what the parent says (-1 / 0: not known).  Returns 0 and a referenced
+ * buffer in @ret, or a negative errno with the reason in the error context.
+ */
+int read_tree_block(struct tlog_fs *fs, u64 bytenr, int level, u64 generation,
+		    struct extent_buffer **ret);
+void free_extent_buffer(struct extent_buffer *eb);
+static inline void extent_buffer_get(struct extent_buffer *eb)
+{
+	eb->refs++;
+}
+
+/* ---- paths and searching (ctree.c) ---- */
+
+void btrfs_init_path(struct btrfs_path *path);
+void btrfs_release_path(struct btrfs_path *path);
+
+/*
+ * Find @key in @root.  Returns 0 if found (path points at it), 1 if not
+ * (path points where it would be inserted, possibly one past the last item
+ * of a leaf), or a negative errno.
+ */
+int btrfs_search_slot(struct btrfs_root *root, const struct btrfs_key *key,
+		      struct btrfs_path *path);
+/* Move to the first item of the next leaf.  0, 1 at the end, or -errno. */
+int btrfs_next_leaf(struct btrfs_root *root, struct btrfs_path *path);
+/* Move to the last item of the previous leaf.  0, 1 at the start, or -errno. */
+int btrfs_prev_leaf(struct btrfs_root *root, struct btrfs_path *path);
+/* Advance one item, crossing leaves.  0, 1 at the end, or -errno. */
+int btrfs_next_item(struct btrfs_root *root, struct btrfs_path *path);
+/* Step back one item, crossing leaves.  0, 1 at the start, or -errno. */
+int btrfs_prev_item(struct btrfs_root *root, struct btrfs_path *path);
+/*
+ * Position @path on the first item >= @key.  0 on an item, 1 if there is
+ * none, or -errno.
+ */
+int btrfs_search_forward(struct btrfs_root *root, const struct btrfs_key *key,
+			 struct btrfs_path *path);
+/*
+ * Find the last item <= @key with the same objectid and type as @key.
+ * 0 if found, 1 if not, -errno.
+ */
+int btrfs_search_backwards(struct btrfs_root *root, const struct btrfs_key *key,
+			   struct btrfs_path *path);
+
+/*
+ * Iteration over the items with min <= key <= max:
+ *
+ *	btrfs_for_each_item(root, &iter, &min, &max) { use iter.path ... }
+ *	if (iter.ret < 0) error
+ */
+struct btrfs_tree_iter {
+	struct btrfs_root *root;
+	struct btrfs_path path;
+	struct btrfs_key max;
+	struct btrfs_key key;		/* key of the current item */
+	struct extent_buffer *leaf;	/* current leaf */
+	int slot;
+	int ret;			/* 0 while positioned, 1 done, <0 error */
+};
+
+int btrfs_tree_iter_start(struct btrfs_root *root, struct btrfs_tree_iter *iter,
+			  const struct btrfs_key *min, const struct btrfs_key *max);
+int btrfs_tree_iter_next(struct btrfs_tree_iter *iter);
+void btrfs_tree_iter_end(struct btrfs_tree_iter *iter);
+
+#define btrfs_for_each_item(root, iter, min, max)			\
+	for (btrfs_tree_iter_start(root, iter, min, max);		\
+	     (iter)->ret == 0;						\
+	     btrfs_tree_iter_next(iter))
+
+/* ---- open / close (disk-io.c) ---- */
+
+int tlog_open(const char *path, const struct tlog_open_opts *opts, struct tlog_fs **ret);
+void tlog_close(struct tlog_fs *fs);
+
+/* ---- roots (root-tree.c) ---- */
+
+/*
+ * The tree @objectid (a ROOT_ITEM in the root tree; the root and chunk
+ * trees come from the superblock).  Roots are cached in @fs and freed with
+ * it.
+ */
+int btrfs_read_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
+/* Root of the log tree for subvolume @objectid, or -ENOENT. */
+int btrfs_read_log_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
+
+#endif

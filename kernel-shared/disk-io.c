@@ -1,0 +1,582 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Opening an image: superblock selection and validation, the tree block
+ * cache, and reading tree blocks with their checks.
+ *
+ * Every tree block is verified once, when it enters the cache: checksum,
+ * header (bytenr, fsid, level) and the layout of its items, so that all
+ * later item accesses stay inside the block.  What the parent says about a
+ * child (level, generation) is checked on every read because it depends on
+ * who asks.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blockdev.h"
+#include "csum.h"
+#include "ctree.h"
+#include "disk-io.h"
+#include "errctx.h"
+#include "volumes.h"
+
+#define TLOG_SUPER_FLAGS_KNOWN (BTRFS_SUPER_FLAG_WRITTEN |		\
+				BTRFS_SUPER_FLAG_RELOC |		\
+				BTRFS_SUPER_FLAG_ERROR |		\
+				BTRFS_SUPER_FLAG_SEEDING |		\
+				BTRFS_SUPER_FLAG_METADUMP |		\
+				BTRFS_SUPER_FLAG_METADUMP_V2 |		\
+				BTRFS_SUPER_FLAG_CHANGING_FSID |	\
+				BTRFS_SUPER_FLAG_CHANGING_FSID_V2)
+
+/* Default block cache: this many bytes of unreferenced tree blocks. */
+#define TLOG_CACHE_BYTES (256ULL << 20)
+
+static bool is_power_of_2(u64 n)
+{
+	return n && !(n & (n - 1));
+}
+
+/* ---- superblock ---- */
+
+int btrfs_read_super_raw(struct tlog_bdev *bdev, int mirror,
+			 struct btrfs_super_block *sb)
+{
+	u64 off = btrfs_sb_offset(mirror);
+	int ret;
+
+	if (off + BTRFS_SUPER_INFO_SIZE > bdev->size)
+		return -ENOENT;
+	ret = tlog_bdev_read(bdev, sb, BTRFS_SUPER_INFO_SIZE, off);
+	if (ret)
+		return ret;
+	if (btrfs_super_block_magic(sb) != BTRFS_MAGIC)
+		return -TLOG_ENOTBTRFS;
+	return 0;
+}
+
+bool btrfs_super_csum_ok(const struct btrfs_super_block *sb)
+{
+	u16 type = btrfs_super_block_csum_type(sb);
+	u8 csum[BTRFS_CSUM_SIZE];
+
+	if (!btrfs_csum_type_supported(type))
+		return false;
+	btrfs_csum_data(type, (const u8 *)sb + BTRFS_CSUM_SIZE,
+			BTRFS_SUPER_INFO_SIZE - BTRFS_CSUM_SIZE, csum);
+	return memcmp(csum, sb->csum, btrfs_csum_type_size(type)) == 0;
+}
+
+int btrfs_validate_super(const struct btrfs_super_block *sb, int mirror)
+{
+	u32 sectorsize = btrfs_super_block_sectorsize(sb);
+	u32 nodesize = btrfs_super_block_nodesize(sb);
+	u64 incompat = btrfs_super_block_incompat_flags(sb);
+	u16 csum_type = btrfs_super_block_csum_type(sb);
+	const u8 *fsid;
+
+	if (btrfs_super_block_magic(sb) != BTRFS_MAGIC)
+		return tlog_error(-TLOG_ENOTBTRFS, "no btrfs magic");
+	if (!btrfs_csum_type_supported(csum_type))
+		return tlog_error(-EOPNOTSUPP, "unsupported checksum type %u", csum_type);
+	if (!btrfs_super_csum_ok(sb))
+		return tlog_error(-EUCLEAN, "superblock checksum mismatch");
+	if (btrfs_super_block_bytenr(sb) != btrfs_sb_offset(mirror))
+		return tlog_error(-EUCLEAN, "superblock bytenr %llu is not its offset %llu",
+				  (unsigned long long)btrfs_super_block_bytenr(sb),
+				  (unsigned long long)btrfs_sb_offset(mirror));
+	if (!is_power_of_2(sectorsize) || sectorsize < 4096 || sectorsize > 65536)
+		return tlog_error(-EUCLEAN, "invalid sectorsize %u", sectorsize);
+	if (!is_power_of_2(nodesize) || nodesize < sectorsize ||
+	    nodesize > BTRFS_MAX_NODESIZE)
+		return tlog_error(-EUCLEAN, "invalid nodesize %u", nodesize);
+	if (btrfs_super_block_leafsize(sb) != nodesize)
+		return tlog_error(-EUCLEAN, "leafsize %u differs from nodesize %u",
+				  btrfs_super_block_leafsize(sb), nodesize);
+	if (!is_power_of_2(btrfs_super_block_stripesize(sb)))
+		return tlog_error(-EUCLEAN, "invalid stripesize %u",
+				  btrfs_super_block_stripesize(sb));
+	if (btrfs_super_block_root_level(sb) >= BTRFS_MAX_LEVEL ||
+	    btrfs_super_block_chunk_root_level(sb) >= BTRFS_MAX_LEVEL ||
+	    btrfs_super_block_log_root_level(sb) >= BTRFS_MAX_LEVEL)
+		return tlog_error(-EUCLEAN, "tree root level out of range");
+	if (btrfs_super_block_root(sb) % sectorsize ||
+	    btrfs_super_block_chunk_root(sb) % sectorsize ||
+	    btrfs_super_block_log_root(sb) % sectorsize)
+		return tlog_error(-EUCLEAN, "unaligned tree root address");
+	if (btrfs_super_block_root(sb) == 0 || btrfs_super_block_chunk_root(sb) == 0)
+		return tlog_error(-EUCLEAN, "root or chunk root address is zero");
+	if (btrfs_super_block_num_devices(sb) == 0)
+		return tlog_error(-EUCLEAN, "num_devices is zero");
+	if (btrfs_super_block_num_devices(sb) > 1)
+		return tlog_error(-EOPNOTSUPP, "filesystem has %llu devices; only single-device images are supported",
+				  (unsigned long long)btrfs_super_block_num_devices(sb));
+	if (btrfs_super_block_bytes_used(sb) < 6ULL * nodesize)
+		return tlog_error(-EUCLEAN, "bytes_used %llu is below 6 nodes",
+				  (unsigned long long)btrfs_super_block_bytes_used(sb));
+	if (btrfs_super_block_sys_chunk_array_size(sb) > BTRFS_SYSTEM_CHUNK_ARRAY_SIZE)
+		return tlog_error(-EUCLEAN, "sys_chunk_array_size %u too large",
+				  btrfs_super_block_sys_chunk_array_size(sb));
+	if (btrfs_super_block_flags(sb) & ~TLOG_SUPER_FLAGS_KNOWN)
+		return tlog_error(-EOPNOTSUPP, "unknown superblock flags 0x%llx",
+				  (unsigned long long)btrfs_super_block_flags(sb));
+	if (btrfs_super_block_flags(sb) & (BTRFS_SUPER_FLAG_CHANGING_FSID |
+					   BTRFS_SUPER_FLAG_CHANGING_FSID_V2))
+		return tlog_error(-EOPNOTSUPP, "an fsid change was interrupted on this filesystem");
+	if (incompat & ~TLOG_SUPPORTED_INCOMPAT)
+		return tlog_error(-EOPNOTSUPP, "unsupported incompat features 0x%llx",
+				  (unsigned long long)(incompat & ~TLOG_SUPPORTED_INCOMPAT));
+	fsid = (incompat & BTRFS_FEATURE_INCOMPAT_METADATA_UUID) ?
+		sb->metadata_uuid : sb->fsid;
+	if (memcmp(fsid, sb->dev_item.fsid, BTRFS_FSID_SIZE) != 0)
+		return tlog_error(-EUCLEAN, "dev_item fsid does not match the filesystem");
+	return 0;
+}
+
+int btrfs_load_super(struct tlog_bdev *bdev, int mirror,
+		     struct btrfs_super_block *sb, int *used)
+{
+	struct btrfs_super_block tmp;
+	int best = -1, first_err = 0;
+	u64 best_gen = 0;
+	char why[512] = "";
+
+	if (bdev->size < BTRFS_SUPER_INFO_OFFSET + BTRFS_SUPER_INFO_SIZE)
+		return tlog_error(-TLOG_ENOTBTRFS,
+				  "image is too small to hold a superblock (%llu bytes)",
+				  (unsigned long long)bdev->size);
+
+	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX; i++) {
+		int ret;
+
+		if (mirror >= 0 && i != mirror)
+			continue;
+		ret = btrfs_read_super_raw(bdev, i, &tmp);
+		if (ret == 0)
+			ret = btrfs_validate_super(&tmp, i);
+		else if (ret == -TLOG_ENOTBTRFS)
+			tlog_error_set("no btrfs magic");
+		else if (ret == -ENOENT)
+			tlog_error_set("superblock copy %d lies past the end of the device", i);
+		if (ret) {
+			if (!first_err) {
+				first_err = ret;
+				snprintf(why, sizeof(why), "%s",
+					 tlog_error_get() ? tlog_error_get() : "");
+			}
+			continue;
+		}
+		if (best < 0 || btrfs_super_block_generation(&tmp) > best_gen) {
+			best = i;
+			best_gen = btrfs_super_block_generation(&tmp);
+			memcpy(sb, &tmp, sizeof(tmp));
+		}
+	}
+	if (best < 0) {
+		if (mirror >= 0)
+			return tlog_error(first_err, "superblock copy %d: %s", mirror, why);
+		return tlog_error(first_err, "%s", why);
+	}
+	*used = best;
+	return 0;
+}
+
+/* ---- tree block verification ---- */
+
+static int check_leaf(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
+{
+	const struct btrfs_header *h = (const struct btrfs_header *)buf;
+	u32 nritems = btrfs_header_nritems(h);
+	u32 data_size = btrfs_leaf_data_size(fs->nodesize);
+	struct btrfs_key prev = { 0 }, key;
+
+	if ((u64)nritems * sizeof(struct btrfs_item) > data_size)
+		return tlog_error(-EUCLEAN, "leaf %llu: %u items cannot fit",
+				  (unsigned long long)bytenr, nritems);
+	for (u32 i = 0; i < nritems; i++) {
+		const struct btrfs_item *item = (const struct btrfs_item *)
+			(buf + sizeof(*h) + (size_t)i * sizeof(*item));
+		u32 off = btrfs_raw_item_offset(item);
+		u32 size = btrfs_raw_item_size(item);
+
+		btrfs_disk_key_to_cpu(&key, &item->key);
+		if (i > 0 && btrfs_comp_cpu_keys(&prev, &key) >= 0)
+			return tlog_error(-EUCLEAN, "leaf %llu: key %u is not above key %u",
+					  (unsigned long long)bytenr, i, i - 1);
+		if (off > data_size || size > data_size - off)
+			return tlog_error(-EUCLEAN,
+					  "leaf %llu: item %u data [%u, +%u) is outside the leaf",
+					  (unsigned long long)bytenr, i, off, size);
+		if (off < (u64)nritems * sizeof(struct btrfs_item))
+			return tlog_error(-EUCLEAN,
+					  "leaf %llu: item %u data overlaps the item headers",
+					  (unsigned long long)bytenr, i);
+		prev = key;
+	}
+	return 0;
+}
+
+static int check_node(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
+{
+	const struct btrfs_header *h = (const struct btrfs_header *)buf;
+	u32 nritems = btrfs_header_nritems(h);
+	struct btrfs_key prev = { 0 }, key;
+
+	if (nritems == 0 || nritems > btrfs_nodeptrs_per_block(fs->nodesize))
+		return tlog_error(-EUCLEAN, "node %llu: invalid number of pointers %u",
+				  (unsigned long long)bytenr, nritems);
+	for (u32 i = 0; i < nritems; i++) {
+		const struct btrfs_key_ptr *kp = (const struct btrfs_key_ptr *)
+			(buf + sizeof(*h) + (size_t)i * sizeof(*kp));
+		u64 ptr = btrfs_key_ptr_blockptr(kp);
+
+		btrfs_disk_key_to_cpu(&key, &kp->key);
+		if (i > 0 && btrfs_comp_cpu_keys(&prev, &key) >= 0)
+			return tlog_error(-EUCLEAN, "node %llu: key %u is not above key %u",
+					  (unsigned long long)bytenr, i, i - 1);
+		if (ptr == 0 || ptr % fs->sectorsize)
+			return tlog_error(-EUCLEAN, "node %llu: pointer %u to invalid address %llu",
+					  (unsigned long long)bytenr, i, (unsigned long long)ptr);
+		prev = key;
+	}
+	return 0;
+}
+
+int btrfs_check_tree_block(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
+{
+	const struct btrfs_header *h = (const struct btrfs_header *)buf;
+	u8 csum[BTRFS_CSUM_SIZE];
+
+	btrfs_csum_data(fs->csum_type, buf + BTRFS_CSUM_SIZE,
+			fs->nodesize - BTRFS_CSUM_SIZE, csum);
+	if (memcmp(csum, h->csum, fs->csum_size) != 0)
+		return tlog_error(-EUCLEAN, "checksum mismatch on tree block %llu",
+				  (unsigned long long)bytenr);
+	if (btrfs_header_bytenr(h) != bytenr)
+		return tlog_error(-EUCLEAN, "tree block %llu claims to be at %llu",
+				  (unsigned long long)bytenr,
+				  (unsigned long long)btrfs_header_bytenr(h));
+	if (memcmp(h->fsid, fs->header_fsid, BTRFS_FSID_SIZE) != 0)
+		return tlog_error(-EUCLEAN, "tree block %llu belongs to another filesystem (bad fsid)",
+				  (unsigned long long)bytenr);
+	if (btrfs_header_level(h) >= BTRFS_MAX_LEVEL)
+		return tlog_error(-EUCLEAN, "tree block %llu has invalid level %u",
+				  (unsigned long long)bytenr, btrfs_header_level(h));
+	if (btrfs_header_level(h) == 0)
+		return check_leaf(fs, buf, bytenr);
+	return check_node(fs, buf, bytenr);
+}
+
+/* ---- block cache ---- */
+
+static size_t eb_hash(const struct eb_cache *cache, u64 bytenr)
+{
+	return (size_t)((bytenr >> 12) * 0x9E3779B97F4A7C15ULL >> 20) % cache->hash_size;
+}
+
+static int eb_cache_init(struct eb_cache *cache, u32 nodesize)
+{
+	cache->max_cached = TLOG_CACHE_BYTES / nodesize;
+	cache->hash_size = 16411;
+	cache->hash = calloc(cache->hash_size, sizeof(*cache->hash));
+	INIT_LIST_HEAD(&cache->lru);
+	return cache->hash ? 0 : -ENOMEM;
+}
+
+static struct extent_buffer *eb_cache_lookup(struct eb_cache *cache, u64 bytenr)
+{
+	struct extent_buffer *eb = cache->hash[eb_hash(cache, bytenr)];
+
+	for (; eb; eb = eb->hash_next)
+		if (eb->start == bytenr)
+			return eb;
+	return NULL;
+}
+
+static void eb_cache_unhash(struct eb_cache *cache, struct extent_buffer *eb)
+{
+	struct extent_buffer **pp = &cache->hash[eb_hash(cache, eb->start)];
+
+	while (*pp && *pp != eb)
+		pp = &(*pp)->hash_next;
+	if (*pp)
+		*pp = eb->hash_next;
+}
+
+static void eb_cache_insert(struct eb_cache *cache, struct extent_buffer *eb)
+{
+	size_t h = eb_hash(cache, eb->start);
+
+	eb->hash_next = cache->hash[h];
+	cache->hash[h] = eb;
+	cache->nr_cached++;
+}
+
+/* Drop unreferenced buffers, oldest first, until the cache is under its limit. */
+static void eb_cache_shrink(struct eb_cache *cache)
+{
+	while (cache->nr_cached > cache->max_cached && !list_empty(&cache->lru)) {
+		struct extent_buffer *eb = list_first_entry(&cache->lru,
+							    struct extent_buffer, lru);
+
+		list_del_init(&eb->lru);
+		eb_cache_unhash(cache, eb);
+		cache->nr_cached--;
+		free(eb);
+	}
+}
+
+static void eb_cache_destroy(struct eb_cache *cache)
+{
+	if (!cache->hash)
+		return;
+	for (size_t i = 0; i < cache->hash_size; i++) {
+		struct extent_buffer *eb = cache->hash[i];
+
+		while (eb) {
+			struct extent_buffer *next = eb->hash_next;
+
+			free(eb);
+			eb = next;
+		}
+	}
+	free(cache->hash);
+	cache->hash = NULL;
+}
+
+void free_extent_buffer(struct extent_buffer *eb)
+{
+	struct tlog_fs *fs;
+
+	if (!eb)
+		return;
+	if (--eb->refs > 0)
+		return;
+	/* The buffer stays cached; it only becomes evictable. */
+	fs = *(struct tlog_fs **)(eb->data + eb->len);
+	list_add_tail(&eb->lru, &fs->cache.lru);
+	eb_cache_shrink(&fs->cache);
+}
+
+/* Read one copy of a tree block and verify it. */
+static int read_tree_block_copy(struct tlog_fs *fs, u64 physical, u64 bytenr, u8 *buf)
+{
+	int ret = tlog_bdev_read(fs->bdev, buf, fs->nodesize, physical);
+
+	if (ret)
+		return ret;
+	return btrfs_check_tree_block(fs, buf, bytenr);
+}
+
+static int load_tree_block(struct tlog_fs *fs, u64 bytenr, struct extent_buffer **ret)
+{
+	u64 physical[TLOG_MAX_STRIPES];
+	struct extent_buffer *eb;
+	int copies, err = -EIO;
+
+	if (bytenr % fs->sectorsize || bytenr == 0)
+		return tlog_error(-EUCLEAN, "tree block address %llu is not aligned",
+				  (unsigned long long)bytenr);
+	copies = btrfs_map_block(fs, bytenr, fs->nodesize, physical, TLOG_MAX_STRIPES);
+	if (copies < 0)
+		return copies;
+
+	/* The owning fs pointer sits right after the data, for release. */
+	eb = malloc(sizeof(*eb) + fs->nodesize + sizeof(struct tlog_fs *));
+	if (!eb)
+		return -ENOMEM;
+	eb->start = bytenr;
+	eb->len = fs->nodesize;
+	eb->refs = 1;
+	eb->hash_next = NULL;
+	INIT_LIST_HEAD(&eb->lru);
+	memcpy(eb->data + eb->len, &fs, sizeof(fs));
+
+	/* DUP keeps two copies: a bad first copy is not the end. */
+	for (int i = 0; i < copies; i++) {
+		err = read_tree_block_copy(fs, physical[i], bytenr, eb->data);
+		if (!err)
+			break;
+	}
+	if (err) {
+		free(eb);
+		return err;
+	}
+	eb_cache_insert(&fs->cache, eb);
+	*ret = eb;
+	return 0;
+}
+
+int read_tree_block(struct tlog_fs *fs, u64 bytenr, int level, u64 generation,
+		    struct extent_buffer **ret)
+{
+	struct extent_buffer *eb = eb_cache_lookup(&fs->cache, bytenr);
+	const struct btrfs_header *h;
+	int err;
+
+	if (eb) {
+		fs->cache.hits++;
+		if (eb->refs++ == 0)
+			list_del_init(&eb->lru);
+	} else {
+		fs->cache.misses++;
+		err = load_tree_block(fs, bytenr, &eb);
+		if (err)
+			return err;
+	}
+
+	h = eb_header(eb);
+	if (level >= 0 && btrfs_header_level(h) != level) {
+		free_extent_buffer(eb);
+		return tlog_error(-EUCLEAN, "tree block %llu has level %u, expected %d",
+				  (unsigned long long)bytenr, btrfs_header_level(h), level);
+	}
+	if (generation && btrfs_header_generation(h) != generation) {
+		free_extent_buffer(eb);
+		return tlog_error(-EUCLEAN,
+				  "parent transid verify failed on %llu: wanted %llu, found %llu",
+				  (unsigned long long)bytenr, (unsigned long long)generation,
+				  (unsigned long long)btrfs_header_generation(h));
+	}
+	*ret = eb;
+	return 0;
+}
+
+/* ---- open / close ---- */
+
+static struct btrfs_root *alloc_root(struct tlog_fs *fs, u64 objectid)
+{
+	struct btrfs_root *root = calloc(1, sizeof(*root));
+
+	if (!root)
+		return NULL;
+	root->fs = fs;
+	root->root_key.objectid = objectid;
+	root->root_key.type = BTRFS_ROOT_ITEM_KEY;
+	return root;
+}
+
+static int setup_fs_from_super(struct tlog_fs *fs)
+{
+	const struct btrfs_super_block *sb = &fs->super;
+
+	fs->generation = btrfs_super_block_generation(sb);
+	fs->nodesize = btrfs_super_block_nodesize(sb);
+	fs->sectorsize = btrfs_super_block_sectorsize(sb);
+	fs->csum_type = btrfs_super_block_csum_type(sb);
+	fs->csum_size = btrfs_csum_type_size(fs->csum_type);
+	fs->incompat = btrfs_super_block_incompat_flags(sb);
+	fs->compat_ro = btrfs_super_block_compat_ro_flags(sb);
+	memcpy(fs->fsid, sb->fsid, BTRFS_FSID_SIZE);
+	memcpy(fs->header_fsid,
+	       (fs->incompat & BTRFS_FEATURE_INCOMPAT_METADATA_UUID) ?
+	       sb->metadata_uuid : sb->fsid, BTRFS_FSID_SIZE);
+	return eb_cache_init(&fs->cache, fs->nodesize);
+}
+
+static int setup_tree_roots(struct tlog_fs *fs)
+{
+	const struct btrfs_super_block *sb = &fs->super;
+	struct extent_buffer *eb;
+	int ret;
+
+	fs->chunk_root = alloc_root(fs, BTRFS_CHUNK_TREE_OBJECTID);
+	fs->tree_root = alloc_root(fs, BTRFS_ROOT_TREE_OBJECTID);
+	if (!fs->chunk_root || !fs->tree_root)
+		return -ENOMEM;
+
+	fs->chunk_root->bytenr = btrfs_super_block_chunk_root(sb);
+	fs->chunk_root->level = btrfs_super_block_chunk_root_level(sb);
+	fs->chunk_root->generation = btrfs_super_block_chunk_root_generation(sb);
+	ret = read_tree_block(fs, fs->chunk_root->bytenr, fs->chunk_root->level,
+			      fs->chunk_root->generation, &eb);
+	if (ret)
+		return tlog_error(ret, "cannot read chunk root: %s", tlog_error_get());
+	free_extent_buffer(eb);
+	ret = btrfs_read_chunk_tree(fs);
+	if (ret)
+		return tlog_error(ret, "cannot read chunk tree: %s", tlog_error_get());
+
+	fs->tree_root->bytenr = btrfs_super_block_root(sb);
+	fs->tree_root->level = btrfs_super_block_root_level(sb);
+	fs->tree_root->generation = fs->generation;
+	ret = read_tree_block(fs, fs->tree_root->bytenr, fs->tree_root->level,
+			      fs->tree_root->generation, &eb);
+	if (ret)
+		return tlog_error(ret, "cannot read root tree: %s", tlog_error_get());
+	free_extent_buffer(eb);
+
+	if (btrfs_super_block_log_root(sb)) {
+		fs->log_root_tree = alloc_root(fs, BTRFS_TREE_LOG_OBJECTID);
+		if (!fs->log_root_tree)
+			return -ENOMEM;
+		fs->log_root_tree->bytenr = btrfs_super_block_log_root(sb);
+		fs->log_root_tree->level = btrfs_super_block_log_root_level(sb);
+		/* The log is written in the transaction after the committed one. */
+		fs->log_root_tree->generation = 0;
+	}
+	return 0;
+}
+
+int tlog_open(const char *path, const struct tlog_open_opts *opts, struct tlog_fs **ret)
+{
+	struct tlog_fs *fs;
+	int err;
+
+	tlog_error_clear();
+	fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
+	chunk_map_init(&fs->chunks);
+	INIT_LIST_HEAD(&fs->cache.lru);
+
+	err = tlog_bdev_open_file(path, opts->writable ? TLOG_BDEV_RDWR : TLOG_BDEV_RDONLY,
+				  &fs->bdev);
+	if (err)
+		goto fail;
+	err = btrfs_load_super(fs->bdev, opts->super_mirror, &fs->super, &fs->super_mirror);
+	if (err)
+		goto fail;
+	err = setup_fs_from_super(fs);
+	if (err)
+		goto fail;
+	err = btrfs_read_sys_array(fs, &fs->chunks);
+	if (err)
+		goto fail;
+	if (!opts->skip_chunk_tree) {
+		err = setup_tree_roots(fs);
+		if (err)
+			goto fail;
+	}
+	*ret = fs;
+	return 0;
+fail:
+	tlog_close(fs);
+	return err;
+}
+
+static void free_root_list(struct btrfs_root *root)
+{
+	while (root) {
+		struct btrfs_root *next = root->next;
+
+		free(root);
+		root = next;
+	}
+}
+
+void tlog_close(struct tlog_fs *fs)
+{
+	if (!fs)
+		return;
+	free_root_list(fs->roots);
+	free(fs->tree_root);
+	free(fs->chunk_root);
+	free(fs->log_root_tree);
+	eb_cache_destroy(&fs->cache);
+	chunk_map_release(&fs->chunks);
+	tlog_bdev_close(fs->bdev);
+	free(fs->scratch);
+	free(fs);
+}

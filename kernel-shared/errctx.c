@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "errctx.h"
+
+static _Thread_local char errmsg[512];
+static _Thread_local bool errset;
+
+void tlog_error_set(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+	va_end(ap);
+	errset = true;
+}
+
+int tlog_error(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+	va_end(ap);
+	errset = true;
+	return err;
+}
+
+const char *tlog_error_get(void)
+{
+	return errset ? errmsg : NULL;
+}
+
+void tlog_error_clear(void)
+{
+	errset = false;
+	errmsg[0] = '\0';
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Error context.  Library functions return 0 or a negative errno; when they
+ * know more than the errno can say ("bad checksum on tree block 30588928"),
+ * they record it here, and the command prints it as the "why" of its error
+ * line.  One context per thread; the newest message wins.
+ */
+#ifndef TLOG_ERRCTX_H
+#define TLOG_ERRCTX_H
+
+#include <stdbool.h>
+
+__attribute__((format(printf, 1, 2)))
+void tlog_error_set(const char *fmt, ...);
+/* Returns the recorded message, or NULL when none was set since the last clear. */
+const char *tlog_error_get(void);
+void tlog_error_clear(void);
+
+/* Record a message and return @err, for "return tlog_error(-EIO, ...)". */
+__attribute__((format(printf, 2, 3)))
+int tlog_error(int err, const char *fmt, ...);
+
+#endif

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Inode items, directory entries and path resolution in subvolume trees.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "csum.h"
+#include "errctx.h"
+#include "inode.h"
+
+int btrfs_read_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *ret)
+{
+	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
+	struct btrfs_path path;
+	int err;
+
+	btrfs_init_path(&path);
+	err = btrfs_search_slot(root, &key, &path);
+	if (err == 0) {
+		if (btrfs_item_size(path.nodes[0], path.slots[0]) < sizeof(*ret))
+			err = tlog_error(-EUCLEAN, "inode %llu: item too small",
+					 (unsigned long long)ino);
+		else
+			memcpy(ret, btrfs_item_ptr(path.nodes[0], path.slots[0]), sizeof(*ret));
+	} else if (err > 0) {
+		err = tlog_error(-ENOENT, "inode %llu not found in tree %llu",
+				 (unsigned long long)ino,
+				 (unsigned long long)root->root_key.objectid);
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
+int btrfs_for_each_dir_entry(const struct extent_buffer *leaf, int slot,
+			     int (*fn)(const struct tlog_dir_entry *de, void *arg),
+			     void *arg)
+{
+	const u8 *p = btrfs_item_ptr(leaf, slot);
+	u32 size = btrfs_item_size(leaf, slot);
+	struct btrfs_key key;
+	u32 cur = 0;
+
+	btrfs_item_key_to_cpu(leaf, &key, slot);
+	while (cur < size) {
+		const struct btrfs_dir_item *di;
+		struct tlog_dir_entry de;
+		u32 len;
+		int ret;
+
+		if (size - cur < sizeof(*di))
+			return tlog_error(-EUCLEAN, "dir item (%llu %u %llu): truncated entry",
+					  (unsigned long long)key.objectid, key.type,
+					  (unsigned long long)key.offset);
+		di = (const struct btrfs_dir_item *)(p + cur);
+		len = sizeof(*di) + btrfs_dir_item_name_len(di) + btrfs_dir_item_data_len(di);
+		if (len > size - cur || btrfs_dir_item_name_len(di) == 0)
+			return tlog_error(-EUCLEAN, "dir item (%llu %u %llu): bad name length %u",
+					  (unsigned long long)key.objectid, key.type,
+					  (unsigned long long)key.offset,
+					  btrfs_dir_item_name_len(di));
+		btrfs_disk_key_to_cpu(&de.location, &di->location);
+		de.index = key.type == BTRFS_DIR_INDEX_KEY ? key.offset : 0;
+		de.transid = btrfs_dir_item_transid(di);
+		de.type = btrfs_dir_item_type(di);
+		de.name_len = btrfs_dir_item_name_len(di);
+		de.name = (const char *)(di + 1);
+		ret = fn(&de, arg);
+		if (ret)
+			return ret;
+		cur += len;
+	}
+	return 0;
+}
+
+struct lookup_ctx {
+	const char *name;
+	size_t len;
+	struct tlog_dir_entry *out;
+};
+
+static int match_name(const struct tlog_dir_entry *de, void *arg)
+{
+	struct lookup_ctx *ctx = arg;
+
+	if (de->name_len != ctx->len || memcmp(de->name, ctx->name, ctx->len) != 0)
+		return 0;
+	*ctx->out = *de;
+	ctx->out->name = NULL;
+	return 1;
+}
+
+int btrfs_lookup_dir_entry(struct btrfs_root *root, u64 dir, const char *name,
+			   size_t len, struct tlog_dir_entry *de)
+{
+	struct btrfs_key key = { dir, BTRFS_DIR_ITEM_KEY, btrfs_name_hash(name, len) };
+	struct lookup_ctx ctx = { name, len, de };
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(root, &key, &path);
+	if (ret == 0)
+		ret = btrfs_for_each_dir_entry(path.nodes[0], path.slots[0], match_name, &ctx);
+	btrfs_release_path(&path);
+	if (ret < 0)
+		return ret;
+	return ret == 1 ? 0 : -ENOENT;
+}
+
+int btrfs_iterate_dir(struct btrfs_root *root, u64 dir,
+		      int (*fn)(const struct tlog_dir_entry *de, void *arg), void *arg)
+{
+	struct btrfs_key min = { dir, BTRFS_DIR_INDEX_KEY, 0 };
+	struct btrfs_key max = { dir, BTRFS_DIR_INDEX_KEY, (u64)-1 };
+	struct btrfs_tree_iter iter;
+	int ret = 0;
+
+	btrfs_for_each_item(root, &iter, &min, &max) {
+		ret = btrfs_for_each_dir_entry(iter.leaf, iter.slot, fn, arg);
+		if (ret)
+			break;
+	}
+	if (!ret && iter.ret < 0)
+		ret = iter.ret;
+	btrfs_tree_iter_end(&iter);
+	return ret;
+}
+
+int btrfs_entry_target(struct tlog_fs *fs, struct btrfs_root *root,
+		       const struct tlog_dir_entry *de, struct tlog_ino *ret)
+{
+	struct btrfs_root *sub;
+	int err;
+
+	if (de->location.type == BTRFS_INODE_ITEM_KEY) {
+		ret->root = root;
+		ret->ino = de->location.objectid;
+		return 0;
+	}
+	if (de->location.type != BTRFS_ROOT_ITEM_KEY)
+		return tlog_error(-EUCLEAN, "directory entry points at key type %u",
+				  de->location.type);
+	err = btrfs_read_root(fs, de->location.objectid, &sub);
+	if (err)
+		return err;
+	ret->root = sub;
+	ret->ino = btrfs_root_item_root_dirid(&sub->root_item);
+	return 0;
+}
+
+/* Parent of a directory: its INODE_REF, or the subvolume's place in its parent. */
+static int lookup_parent(struct tlog_fs *fs, struct tlog_ino *cur)
+{
+	struct btrfs_key key = { cur->ino, BTRFS_INODE_REF_KEY, 0 };
+	struct btrfs_path path;
+	int ret;
+
+	if (cur->ino == btrfs_root_item_root_dirid(&cur->root->root_item)) {
+		struct btrfs_key bkey = { cur->root->root_key.objectid,
+					  BTRFS_ROOT_BACKREF_KEY, 0 };
+		struct btrfs_root *parent;
+		u64 dirid;
+
+		if (cur->root->root_key.objectid == BTRFS_FS_TREE_OBJECTID)
+			return 0;	/* ".." of the top is itself */
+		btrfs_init_path(&path);
+		ret = btrfs_search_forward(fs->tree_root, &bkey, &path);
+		if (ret == 0) {
+			btrfs_item_key_to_cpu(path.nodes[0], &bkey, path.slots[0]);
+			if (bkey.objectid != cur->root->root_key.objectid ||
+			    bkey.type != BTRFS_ROOT_BACKREF_KEY ||
+			    btrfs_item_size(path.nodes[0], path.slots[0]) <
+			    sizeof(struct btrfs_root_ref))
+				ret = 1;
+		}
+		if (ret) {
+			btrfs_release_path(&path);
+			return ret < 0 ? ret : 0;	/* detached: stay */
+		}
+		dirid = btrfs_root_ref_dirid(btrfs_item_ptr(path.nodes[0], path.slots[0]));
+		btrfs_release_path(&path);
+		ret = btrfs_read_root(fs, bkey.offset, &parent);
+		if (ret)
+			return ret;
+		cur->root = parent;
+		cur->ino = dirid;
+		return 0;
+	}
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_forward(cur->root, &key, &path);
+	if (ret == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+		if (key.objectid != cur->ino || key.type != BTRFS_INODE_REF_KEY)
+			ret = tlog_error(-EUCLEAN, "directory %llu has no parent reference",
+					 (unsigned long long)cur->ino);
+		else
+			cur->ino = key.offset;
+	}
+	btrfs_release_path(&path);
+	return ret > 0 ? -EUCLEAN : ret;
+}
+
+int tlog_resolve_path(struct tlog_fs *fs, struct btrfs_root *start, const char *path,
+		      struct tlog_ino *ret)
+{
+	struct btrfs_inode_item inode;
+	struct tlog_ino cur;
+	const char *p = path;
+	int err;
+
+	if (!start) {
+		err = btrfs_read_root(fs, BTRFS_FS_TREE_OBJECTID, &start);
+		if (err)
+			return err;
+	}
+	cur.root = start;
+	cur.ino = btrfs_root_item_root_dirid(&start->root_item);
+
+	for (;;) {
+		struct tlog_dir_entry de;
+		const char *name;
+		size_t len;
+		u32 mode;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		name = p;
+		while (*p && *p != '/')
+			p++;
+		len = p - name;
+
+		err = btrfs_read_inode(cur.root, cur.ino, &inode);
+		if (err)
+			return err;
+		mode = btrfs_inode_item_mode(&inode);
+		if (S_ISLNK(mode))
+			return tlog_error(-ELOOP, "a component of the path is a symlink");
+		if (!S_ISDIR(mode))
+			return tlog_error(-ENOTDIR, "a component of the path is not a directory");
+		if (len == 1 && name[0] == '.')
+			continue;
+		if (len == 2 && name[0] == '.' && name[1] == '.') {
+			err = lookup_parent(fs, &cur);
+			if (err)
+				return err;
+			continue;
+		}
+		if (len > BTRFS_NAME_LEN)
+			return tlog_error(-ENAMETOOLONG, "a path component is longer than 255 bytes");
+		err = btrfs_lookup_dir_entry(cur.root, cur.ino, name, len, &de);
+		if (err == -ENOENT)
+			return tlog_error(-ENOENT, "'%.*s' not found", (int)len, name);
+		if (err)
+			return err;
+		err = btrfs_entry_target(fs, cur.root, &de, &cur);
+		if (err)
+			return err;
+	}
+	/* The final inode must exist. */
+	err = btrfs_read_inode(cur.root, cur.ino, &inode);
+	if (err)
+		return err;
+	*ret = cur;
+	return 0;
+}
+
+u8 btrfs_mode_to_ftype(u32 mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return BTRFS_FT_REG_FILE;
+	case S_IFDIR: return BTRFS_FT_DIR;
+	case S_IFCHR: return BTRFS_FT_CHRDEV;
+	case S_IFBLK: return BTRFS_FT_BLKDEV;
+	case S_IFIFO: return BTRFS_FT_FIFO;
+	case S_IFSOCK: return BTRFS_FT_SOCK;
+	case S_IFLNK: return BTRFS_FT_SYMLINK;
+	}
+	return BTRFS_FT_UNKNOWN;
+}
+
+const char *btrfs_ftype_name(u8 type)
+{
+	static const char *const names[] = {
+		[BTRFS_FT_UNKNOWN] = "UNKNOWN",
+		[BTRFS_FT_REG_FILE] = "FILE",
+		[BTRFS_FT_DIR] = "DIR",
+		[BTRFS_FT_CHRDEV] = "CHRDEV",
+		[BTRFS_FT_BLKDEV] = "BLKDEV",
+		[BTRFS_FT_FIFO] = "FIFO",
+		[BTRFS_FT_SOCK] = "SOCK",
+		[BTRFS_FT_SYMLINK] = "SYMLINK",
+		[BTRFS_FT_XATTR] = "XATTR",
+	};
+
+	type &= ~BTRFS_FT_ENCRYPTED;
+	return type < BTRFS_FT_MAX ? names[type] : "UNKNOWN";
+}
+
+int btrfs_read_symlink(struct btrfs_root *root, u64 ino, char *buf, size_t size)
+{
+	struct btrfs_key key = { ino, BTRFS_EXTENT_DATA_KEY, 0 };
+	const struct btrfs_file_extent_item *fi;
+	struct btrfs_path path;
+	u32 item_size;
+	int ret, len;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(root, &key, &path);
+	if (ret) {
+		btrfs_release_path(&path);
+		if (ret > 0)
+			return tlog_error(-EUCLEAN, "symlink %llu has no target extent",
+					  (unsigned long long)ino);
+		return ret;
+	}
+	fi = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+	item_size = btrfs_item_size(path.nodes[0], path.slots[0]);
+	if (item_size < BTRFS_FILE_EXTENT_INLINE_DATA_START ||
+	    btrfs_file_extent_item_type(fi) != BTRFS_FILE_EXTENT_INLINE ||
+	    btrfs_file_extent_item_compression(fi) != BTRFS_COMPRESS_NONE) {
+		btrfs_release_path(&path);
+		return tlog_error(-EUCLEAN, "symlink %llu: target is not an uncompressed inline extent",
+				  (unsigned long long)ino);
+	}
+	len = btrfs_file_extent_inline_len(item_size);
+	if ((size_t)len >= size)
+		len = (int)size - 1;
+	memcpy(buf, (const u8 *)fi + BTRFS_FILE_EXTENT_INLINE_DATA_START, len);
+	buf[len] = '\0';
+	btrfs_release_path(&path);
+	return len;
+}

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Finding trees: ROOT_ITEMs in the root tree (and, for log trees, in the
+ * log root tree), turned into struct btrfs_root objects cached in the fs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctree.h"
+#include "errctx.h"
+
+static struct btrfs_root *find_cached_root(struct tlog_fs *fs, u64 objectid, u64 offset)
+{
+	for (struct btrfs_root *r = fs->roots; r; r = r->next)
+		if (r->root_key.objectid == objectid && r->root_key.offset == offset)
+			return r;
+	return NULL;
+}
+
+/* Copy a ROOT_ITEM (legacy or full size) into @root and check what it claims. */
+static int load_root_item(struct tlog_fs *fs, struct btrfs_root *root,
+			  const struct extent_buffer *leaf, int slot)
+{
+	u32 size = btrfs_item_size(leaf, slot);
+	struct btrfs_root_item *ri = &root->root_item;
+
+	if (size != sizeof(*ri) && size != BTRFS_ROOT_ITEM_LEGACY_SIZE)
+		return tlog_error(-EUCLEAN, "root item for tree %llu has size %u",
+				  (unsigned long long)root->root_key.objectid, size);
+	memset(ri, 0, sizeof(*ri));
+	memcpy(ri, btrfs_item_ptr(leaf, slot), size);
+	root->bytenr = btrfs_root_item_bytenr(ri);
+	root->level = btrfs_root_item_level(ri);
+	root->generation = btrfs_root_item_generation(ri);
+	if (root->level >= BTRFS_MAX_LEVEL)
+		return tlog_error(-EUCLEAN, "tree %llu has invalid root level %u",
+				  (unsigned long long)root->root_key.objectid, root->level);
+	if (root->bytenr == 0 || root->bytenr % fs->sectorsize)
+		return tlog_error(-EUCLEAN, "tree %llu has invalid root address %llu",
+				  (unsigned long long)root->root_key.objectid,
+				  (unsigned long long)root->bytenr);
+	return 0;
+}
+
+/*
+ * Look up the ROOT_ITEM of @objectid in @tree (the highest offset wins:
+ * snapshots carry their creation transid there).
+ */
+static int lookup_root_item(struct tlog_fs *fs, struct btrfs_root *tree, u64 objectid,
+			    struct btrfs_root **ret)
+{
+	struct btrfs_key key = { objectid, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
+	struct btrfs_path path;
+	struct btrfs_root *root, *cached;
+	int err;
+
+	btrfs_init_path(&path);
+	err = btrfs_search_backwards(tree, &key, &path);
+	if (err) {
+		btrfs_release_path(&path);
+		if (err > 0)
+			return tlog_error(-ENOENT, "tree %llu does not exist",
+					  (unsigned long long)objectid);
+		return err;
+	}
+	btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+	cached = find_cached_root(fs, objectid, key.offset);
+	if (cached && tree != fs->log_root_tree) {
+		btrfs_release_path(&path);
+		*ret = cached;
+		return 0;
+	}
+
+	root = calloc(1, sizeof(*root));
+	if (!root) {
+		btrfs_release_path(&path);
+		return -ENOMEM;
+	}
+	root->fs = fs;
+	root->root_key = key;
+	err = load_root_item(fs, root, path.nodes[0], path.slots[0]);
+	btrfs_release_path(&path);
+	if (err) {
+		free(root);
+		return err;
+	}
+	root->next = fs->roots;
+	fs->roots = root;
+	*ret = root;
+	return 0;
+}
+
+int btrfs_read_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
+{
+	if (objectid == BTRFS_ROOT_TREE_OBJECTID) {
+		*ret = fs->tree_root;
+		return 0;
+	}
+	if (objectid == BTRFS_CHUNK_TREE_OBJECTID) {
+		*ret = fs->chunk_root;
+		return 0;
+	}
+	if (objectid == BTRFS_TREE_LOG_OBJECTID) {
+		if (!fs->log_root_tree)
+			return tlog_error(-ENOENT, "the filesystem has no log tree");
+		*ret = fs->log_root_tree;
+		return 0;
+	}
+	return lookup_root_item(fs, fs->tree_root, objectid, ret);
+}
+
+int btrfs_read_log_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
+{
+	struct btrfs_key key = { BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY, objectid };
+	struct btrfs_path path;
+	struct btrfs_root *root;
+	int err;
+
+	if (!fs->log_root_tree)
+		return tlog_error(-ENOENT, "the filesystem has no log tree");
+	btrfs_init_path(&path);
+	err = btrfs_search_slot(fs->log_root_tree, &key, &path);
+	if (err) {
+		btrfs_release_path(&path);
+		if (err > 0)
+			return tlog_error(-ENOENT, "no log tree for subvolume %llu",
+					  (unsigned long long)objectid);
+		return err;
+	}
+	root = calloc(1, sizeof(*root));
+	if (!root) {
+		btrfs_release_path(&path);
+		return -ENOMEM;
+	}
+	root->fs = fs;
+	root->root_key = key;
+	err = load_root_item(fs, root, path.nodes[0], path.slots[0]);
+	btrfs_release_path(&path);
+	if (err) {
+		free(root);
+		return err;
+	}
+	root->next = fs->roots;
+	fs->roots = root;
+	*ret = root;
+	return 0;
+}

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Chunk map: logical to physical address translation for SINGLE and DUP.
+ * Other profiles are recognised (so that dump commands can show them) but
+ * mapping through them is refused: tlogctl handles single-device images.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctree.h"
+#include "errctx.h"
+#include "volumes.h"
+
+void chunk_map_init(struct chunk_map *map)
+{
+	memset(map, 0, sizeof(*map));
+}
+
+void chunk_map_release(struct chunk_map *map)
+{
+	free(map->maps);
+	chunk_map_init(map);
+}
+
+static bool is_power_of_2(u64 n)
+{
+	return n && !(n & (n - 1));
+}
+
+/* What the kernel's chunk validation demands, minus multi-device rules. */
+static int check_chunk(struct tlog_fs *fs, u64 logical,
+		       const struct btrfs_chunk *chunk, u32 item_size)
+{
+	u64 length, type, stripe_len, profile;
+	u16 num_stripes, sub_stripes;
+
+	if (item_size < sizeof(struct btrfs_chunk))
+		return tlog_error(-EUCLEAN, "chunk at %llu: item too small (%u bytes)",
+				  (unsigned long long)logical, item_size);
+	num_stripes = btrfs_chunk_num_stripes(chunk);
+	sub_stripes = btrfs_chunk_sub_stripes(chunk);
+	length = btrfs_chunk_length(chunk);
+	type = btrfs_chunk_type(chunk);
+	stripe_len = btrfs_chunk_stripe_len(chunk);
+	profile = type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+
+	if (num_stripes == 0)
+		return tlog_error(-EUCLEAN, "chunk at %llu has no stripes",
+				  (unsigned long long)logical);
+	if (num_stripes > TLOG_MAX_STRIPES)
+		return tlog_error(-EUCLEAN, "chunk at %llu has %u stripes",
+				  (unsigned long long)logical, num_stripes);
+	if (item_size != btrfs_chunk_item_size(num_stripes))
+		return tlog_error(-EUCLEAN, "chunk at %llu: item size %u does not fit %u stripes",
+				  (unsigned long long)logical, item_size, num_stripes);
+	if (length == 0 || length % fs->sectorsize || logical % fs->sectorsize)
+		return tlog_error(-EUCLEAN, "chunk at %llu: unaligned start or length %llu",
+				  (unsigned long long)logical, (unsigned long long)length);
+	if (logical + length < logical)
+		return tlog_error(-EUCLEAN, "chunk at %llu: length %llu overflows",
+				  (unsigned long long)logical, (unsigned long long)length);
+	if (stripe_len != BTRFS_STRIPE_LEN || !is_power_of_2(stripe_len))
+		return tlog_error(-EUCLEAN, "chunk at %llu: invalid stripe_len %llu",
+				  (unsigned long long)logical, (unsigned long long)stripe_len);
+	if (btrfs_chunk_sector_size(chunk) != fs->sectorsize)
+		return tlog_error(-EUCLEAN, "chunk at %llu: sector_size %u, expected %u",
+				  (unsigned long long)logical,
+				  btrfs_chunk_sector_size(chunk), fs->sectorsize);
+	if (!(type & BTRFS_BLOCK_GROUP_TYPE_MASK) ||
+	    (type & ~(BTRFS_BLOCK_GROUP_TYPE_MASK | BTRFS_BLOCK_GROUP_PROFILE_MASK)))
+		return tlog_error(-EUCLEAN, "chunk at %llu: invalid type 0x%llx",
+				  (unsigned long long)logical, (unsigned long long)type);
+	if (profile && !is_power_of_2(profile))
+		return tlog_error(-EUCLEAN, "chunk at %llu: more than one profile in 0x%llx",
+				  (unsigned long long)logical, (unsigned long long)type);
+	if ((type & BTRFS_BLOCK_GROUP_SYSTEM) &&
+	    (type & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA)))
+		return tlog_error(-EUCLEAN, "chunk at %llu: SYSTEM mixed with other types",
+				  (unsigned long long)logical);
+	if ((profile == 0 && num_stripes != 1) ||
+	    (profile == BTRFS_BLOCK_GROUP_DUP && num_stripes != 2) ||
+	    (profile == BTRFS_BLOCK_GROUP_RAID1 && num_stripes != 2) ||
+	    (profile == BTRFS_BLOCK_GROUP_RAID10 && (num_stripes < 2 || sub_stripes != 2)))
+		return tlog_error(-EUCLEAN, "chunk at %llu: %u stripes do not fit profile %s",
+				  (unsigned long long)logical, num_stripes,
+				  btrfs_bg_profile_name(type));
+	return 0;
+}
+
+static int map_cmp(const void *a, const void *b)
+{
+	const struct map_lookup *x = a, *y = b;
+
+	return x->logical < y->logical ? -1 : x->logical > y->logical;
+}
+
+int chunk_map_add(struct tlog_fs *fs, struct chunk_map *map, u64 logical,
+		  const struct btrfs_chunk *chunk, u32 item_size)
+{
+	struct map_lookup m = { 0 };
+	const struct map_lookup *old;
+	int ret;
+
+	ret = check_chunk(fs, logical, chunk, item_size);
+	if (ret)
+		return ret;
+
+	m.logical = logical;
+	m.length = btrfs_chunk_length(chunk);
+	m.type = btrfs_chunk_type(chunk);
+	m.stripe_len = btrfs_chunk_stripe_len(chunk);
+	m.num_stripes = btrfs_chunk_num_stripes(chunk);
+	m.sub_stripes = btrfs_chunk_sub_stripes(chunk);
+	for (int i = 0; i < m.num_stripes; i++) {
+		const struct btrfs_stripe *s = btrfs_chunk_stripe(chunk, i);
+
+		m.stripes[i].devid = btrfs_stripe_devid(s);
+		m.stripes[i].physical = btrfs_stripe_offset(s);
+		memcpy(m.stripes[i].dev_uuid, s->dev_uuid, BTRFS_UUID_SIZE);
+	}
+
+	old = chunk_map_find(map, logical);
+	if (!old && map->nr) {
+		/* the new chunk may still overlap the start of a later one */
+		for (size_t i = 0; i < map->nr; i++)
+			if (map->maps[i].logical > logical &&
+			    map->maps[i].logical < logical + m.length) {
+				old = &map->maps[i];
+				break;
+			}
+	}
+	if (old) {
+		if (old->logical == m.logical && old->length == m.length &&
+		    old->type == m.type && old->num_stripes == m.num_stripes &&
+		    memcmp(old->stripes, m.stripes, sizeof(m.stripes)) == 0)
+			return 0;
+		return tlog_error(-EUCLEAN, "chunk at %llu overlaps chunk at %llu",
+				  (unsigned long long)logical,
+				  (unsigned long long)old->logical);
+	}
+
+	if (map->nr == map->alloc) {
+		size_t n = map->alloc ? map->alloc * 2 : 16;
+		struct map_lookup *p = realloc(map->maps, n * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		map->maps = p;
+		map->alloc = n;
+	}
+	map->maps[map->nr++] = m;
+	qsort(map->maps, map->nr, sizeof(*map->maps), map_cmp);
+	return 0;
+}
+
+const struct map_lookup *chunk_map_find(const struct chunk_map *map, u64 logical)
+{
+	size_t lo = 0, hi = map->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct map_lookup *m = &map->maps[mid];
+
+		if (logical < m->logical)
+			hi = mid;
+		else if (logical - m->logical >= m->length)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+int btrfs_map_block(struct tlog_fs *fs, u64 logical, u64 len,
+		    u64 *physical, int max)
+{
+	const struct map_lookup *m = chunk_map_find(&fs->chunks, logical);
+	u64 profile, off;
+	int copies = 0;
+
+	if (!m)
+		return tlog_error(-EUCLEAN, "logical address %llu is in no chunk",
+				  (unsigned long long)logical);
+	off = logical - m->logical;
+	if (len > m->length - off)
+		return tlog_error(-EUCLEAN, "range %llu+%llu crosses the end of chunk %llu",
+				  (unsigned long long)logical, (unsigned long long)len,
+				  (unsigned long long)m->logical);
+	profile = m->type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+	if (profile != 0 && profile != BTRFS_BLOCK_GROUP_DUP)
+		return tlog_error(-EOPNOTSUPP, "chunk %llu uses profile %s, which is not supported",
+				  (unsigned long long)m->logical, btrfs_bg_profile_name(m->type));
+	for (int i = 0; i < m->num_stripes && copies < max; i++) {
+		if (m->stripes[i].devid != btrfs_dev_item_devid(&fs->super.dev_item))
+			return tlog_error(-EOPNOTSUPP,
+					  "chunk %llu lives on device %llu: multi-device filesystems are not supported",
+					  (unsigned long long)m->logical,
+					  (unsigned long long)m->stripes[i].devid);
+		physical[copies++] = m->stripes[i].physical + off;
+	}
+	return copies;
+}
+
+int btrfs_read_sys_array(struct tlog_fs *fs, struct chunk_map *map)
+{
+	const struct btrfs_super_block *sb = &fs->super;
+	u32 size = btrfs_super_block_sys_chunk_array_size(sb);
+	const u8 *p = sb->sys_chunk_array;
+	u32 cur = 0;
+	int ret;
+
+	if (size > BTRFS_SYSTEM_CHUNK_ARRAY_SIZE)
+		return tlog_error(-EUCLEAN, "sys_chunk_array_size %u is larger than %u",
+				  size, BTRFS_SYSTEM_CHUNK_ARRAY_SIZE);
+	if (size < sizeof(struct btrfs_disk_key) + sizeof(struct btrfs_chunk))
+		return tlog_error(-EUCLEAN, "sys_chunk_array_size %u holds no chunk", size);
+
+	while (cur < size) {
+		struct btrfs_key key;
+		const struct btrfs_chunk *chunk;
+		u32 len;
+		u16 num_stripes;
+
+		if (size - cur < sizeof(struct btrfs_disk_key) + sizeof(struct btrfs_chunk))
+			return tlog_error(-EUCLEAN, "sys_chunk_array: truncated entry at byte %u", cur);
+		btrfs_disk_key_to_cpu(&key, (const struct btrfs_disk_key *)(p + cur));
+		cur += sizeof(struct btrfs_disk_key);
+		if (key.type != BTRFS_CHUNK_ITEM_KEY)
+			return tlog_error(-EUCLEAN, "sys_chunk_array: key type %u is not CHUNK_ITEM",
+					  key.type);
+		chunk = (const struct btrfs_chunk *)(p + cur);
+		num_stripes = btrfs_chunk_num_stripes(chunk);
+		if (num_stripes == 0 || num_stripes > TLOG_MAX_STRIPES)
+			return tlog_error(-EUCLEAN, "sys_chunk_array: chunk %llu has %u stripes",
+					  (unsigned long long)key.offset, num_stripes);
+		len = btrfs_chunk_item_size(num_stripes);
+		if (len > size - cur)
+			return tlog_error(-EUCLEAN, "sys_chunk_array: chunk %llu runs past the array",
+					  (unsigned long long)key.offset);
+		if (!(btrfs_chunk_type(chunk) & BTRFS_BLOCK_GROUP_SYSTEM))
+			return tlog_error(-EUCLEAN, "sys_chunk_array: chunk %llu is not a SYSTEM chunk",
+					  (unsigned long long)key.offset);
+		ret = chunk_map_add(fs, map, key.offset, chunk, len);
+		if (ret)
+			return ret;
+		cur += len;
+	}
+	return 0;
+}
+
+int btrfs_read_chunk_tree(struct tlog_fs *fs)
+{
+	struct btrfs_tree_iter iter;
+	struct btrfs_key min = { BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, 0 };
+	struct btrfs_key max = { BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, (u64)-1 };
+	int ret = 0;
+
+	btrfs_for_each_item(fs->chunk_root, &iter, &min, &max) {
+		ret = chunk_map_add(fs, &fs->chunks, iter.key.offset,
+				    btrfs_item_ptr(iter.leaf, iter.slot),
+				    btrfs_item_size(iter.leaf, iter.slot));
+		if (ret)
+			break;
+	}
+	if (!ret && iter.ret < 0)
+		ret = iter.ret;
+	btrfs_tree_iter_end(&iter);
+	return ret;
+}
+
+const char *btrfs_bg_profile_name(u64 flags)
+{
+	switch (flags & BTRFS_BLOCK_GROUP_PROFILE_MASK) {
+	case 0: return "single";
+	case BTRFS_BLOCK_GROUP_RAID0: return "raid0";
+	case BTRFS_BLOCK_GROUP_RAID1: return "raid1";
+	case BTRFS_BLOCK_GROUP_DUP: return "dup";
+	case BTRFS_BLOCK_GROUP_RAID10: return "raid10";
+	case BTRFS_BLOCK_GROUP_RAID5: return "raid5";
+	case BTRFS_BLOCK_GROUP_RAID6: return "raid6";
+	case BTRFS_BLOCK_GROUP_RAID1C3: return "raid1c3";
+	case BTRFS_BLOCK_GROUP_RAID1C4: return "raid1c4";
+	}
+	return "unknown";
+}
+
+void btrfs_bg_flags_to_str(u64 flags, char *buf, size_t size)
+{
+	static const struct { u64 bit; const char *name; } names[] = {
+		{ BTRFS_BLOCK_GROUP_DATA, "DATA" },
+		{ BTRFS_BLOCK_GROUP_SYSTEM, "SYSTEM" },
+		{ BTRFS_BLOCK_GROUP_METADATA, "METADATA" },
+		{ BTRFS_BLOCK_GROUP_RAID0, "RAID0" },
+		{ BTRFS_BLOCK_GROUP_RAID1, "RAID1" },
+		{ BTRFS_BLOCK_GROUP_DUP, "DUP" },
+		{ BTRFS_BLOCK_GROUP_RAID10, "RAID10" },
+		{ BTRFS_BLOCK_GROUP_RAID5, "RAID5" },
+		{ BTRFS_BLOCK_GROUP_RAID6, "RAID6" },
+		{ BTRFS_BLOCK_GROUP_RAID1C3, "RAID1C3" },
+		{ BTRFS_BLOCK_GROUP_RAID1C4, "RAID1C4" },
+	};
+	u64 orig = flags;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(flags & names[i].bit))
+			continue;
+		len += snprintf(buf + len, len < size ? size - len : 0, "%s%s",
+				len ? "|" : "", names[i].name);
+		flags &= ~names[i].bit;
+	}
+	if (!(orig & BTRFS_BLOCK_GROUP_PROFILE_MASK))
+		len += snprintf(buf + len, len < size ? size - len : 0, "%ssingle",
+				len ? "|" : "");
+	if (flags)
+		len += snprintf(buf + len, len < size ? size - len : 0, "%sUNKNOWN.0x%llx",
+				len ? "|" : "", (unsigned long long)flags);
+}

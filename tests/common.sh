@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Helpers sourced by every test script.  A test script exits 0 (pass),
+# 1 (fail) or 77 (skip, with the reason on stdout).
+set -u
+set -o pipefail
+
+: "${TOP:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+: "${BUILDDIR:=$TOP}"
+TLOGCTL="$BUILDDIR/tlogctl"
+SHARED="${SHARED:-$TOP/../shared}"
+CORPUS="$SHARED/corpus"
+
+# Sanitizer runs: a finding must fail the test, never pass as "exit 1".
+export ASAN_OPTIONS="${ASAN_OPTIONS:-exitcode=86:detect_leaks=1:abort_on_error=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcode=87}"
+export TZ=UTC LC_ALL=C
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlogctl-test.XXXXXX")
+MOUNTS=()
+LOOPS=()
+
+cleanup() {
+	local m l
+	for m in "${MOUNTS[@]}"; do
+		mountpoint -q "$m" && umount "$m" 2>/dev/null
+	done
+	for l in "${LOOPS[@]}"; do
+		losetup -d "$l" 2>/dev/null
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+# Run tlogctl; any sanitizer report or crash is a failure of the test.
+tl() {
+	"$TLOGCTL" "$@"
+}
+
+# Exit status of a command that may fail but must not crash: prints it.
+# Fails the test on signals, sanitizer exits and timeouts.
+run_nocrash() {
+	local out="$1"; shift
+	local rc=0
+	timeout 60 "$@" >"$out.out" 2>"$out.err" || rc=$?
+	if [ $rc -ge 124 ] || [ $rc -eq 86 ] || [ $rc -eq 87 ]; then
+		echo "command crashed or hung (exit $rc): $*"
+		sed -n '1,30p' "$out.err"
+		return 1
+	fi
+	if grep -qE 'AddressSanitizer|runtime error|LeakSanitizer' "$out.err"; then
+		echo "sanitizer report: $*"
+		sed -n '1,30p' "$out.err"
+		return 1
+	fi
+	echo "$rc" > "$out.rc"
+	return 0
+}
+
+need_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || skip "$c is not installed"
+	done
+}
+
+# Loop mounts need root and a kernel with btrfs.
+# With TLOG_REQUIRE_KERNEL=1 (CI) a missing capability fails instead.
+skip_or_fail() {
+	if [ "${TLOG_REQUIRE_KERNEL:-0}" = 1 ]; then
+		fail "kernel test cannot run: $*"
+	fi
+	skip "$@"
+}
+
+need_mount() {
+	[ "$(id -u)" = 0 ] || skip_or_fail "kernel tests need root (loop mounts)"
+	grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || true
+	grep -qw btrfs /proc/filesystems || skip_or_fail "the kernel has no btrfs"
+	local probe="$TMP/probe.img" dir="$TMP/probe.mnt"
+	truncate -s 128M "$probe" && mkfs.btrfs -q -f "$probe" >/dev/null 2>&1 ||
+		skip_or_fail "mkfs.btrfs cannot make a probe image"
+	mkdir -p "$dir"
+	mount -o loop "$probe" "$dir" 2>/dev/null || skip_or_fail "loop mount does not work here"
+	umount "$dir"
+	rm -f "$probe"
+}
+
+# mount_image IMG DIR [OPTS]: loop-mount and remember it for cleanup.
+mount_image() {
+	local img="$1" dir="$2" opts="${3:-}"
+	local loop
+	mkdir -p "$dir"
+	loop=$(losetup -f --show "$img") || fail "losetup $img"
+	LOOPS+=("$loop")
+	mount ${opts:+-o "$opts"} "$loop" "$dir" || fail "mount $img"
+	MOUNTS+=("$dir")
+}
+
+umount_image() {
+	local dir="$1" l
+	umount "$dir" || fail "umount $dir"
+	for l in "${LOOPS[@]}"; do
+		losetup -d "$l" 2>/dev/null
+	done
+	LOOPS=()
+}
+
+# mkfs IMG SIZE [mkfs.btrfs options...]
+make_image() {
+	local img="$1" size="$2"; shift 2
+	rm -f "$img"
+	truncate -s "$size" "$img"
+	mkfs.btrfs -q -f "$@" "$img" >/dev/null 2>&1 || fail "mkfs.btrfs $* failed"
+}
+
+# Compare two files; on difference, show the first lines of the diff.
+same_file() {
+	if ! diff -u "$1" "$2" > "$TMP/diff.out"; then
+		echo "difference between $1 and $2:"
+		head -40 "$TMP/diff.out"
+		return 1
+	fi
+}
