@@ -404,8 +404,8 @@ static void print_super_text(const struct super_view *v, const char *device, boo
 		printf("sys_chunk_array[%d]:\n", BTRFS_SYSTEM_CHUNK_ARRAY_SIZE);
 		for_each_sys_chunk(sb, print_sys_chunk, NULL);
 		print_backup_roots(sb);
-		printf("\n");
 	}
+	printf("\n");
 }
 
 static json_object *super_to_json(const struct super_view *v, bool full)
@@ -522,12 +522,19 @@ static int cmd_dump_super(const struct cmd_struct *cmd, int argc, char **argv)
 		tlog_error_clear();
 		err = btrfs_read_super_raw(bdev, i, &sb);
 		if (err == -ENOENT) {
-			if (!all) {
+			if (i == 0) {
+				error("%s is not a btrfs image (too small to hold a superblock: %llu bytes)",
+				      image, (unsigned long long)bdev->size);
+				ret = 1;
+			} else if (!all) {
 				error("superblock copy %d at %llu is past the end of %s",
 				      i, (unsigned long long)btrfs_sb_offset(i), image);
 				ret = 1;
+			} else if (!jarr) {
+				/* btrfs-progs marks the end of the copies with a blank line */
+				printf("\n");
 			}
-			continue;
+			break;
 		}
 		if (err == -TLOG_ENOTBTRFS) {
 			/* A missing mirror is legal; a missing primary means "not btrfs". */
@@ -553,8 +560,7 @@ static int cmd_dump_super(const struct cmd_struct *cmd, int argc, char **argv)
 			json_add_u64(o, "copy", i);
 			json_object_array_add(jarr, o);
 		} else {
-			if (printed++)
-				printf("\n");
+			printed++;
 			print_super_text(&view, image, full);
 		}
 		err = btrfs_validate_super(&sb, i);

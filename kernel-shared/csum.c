@@ -22,7 +22,7 @@ static const struct csum_type_desc csum_types[] = {
 	[BTRFS_CSUM_TYPE_CRC32]  = { "crc32c", 4 },
 	[BTRFS_CSUM_TYPE_XXHASH] = { "xxhash64", 8 },
 	[BTRFS_CSUM_TYPE_SHA256] = { "sha256", 32 },
-	[BTRFS_CSUM_TYPE_BLAKE2] = { "blake2b", 32 },
+	[BTRFS_CSUM_TYPE_BLAKE2] = { "blake2", 32 },
 };
 
 #define NR_CSUM_TYPES (sizeof(csum_types) / sizeof(csum_types[0]))

@@ -492,11 +492,11 @@ static int setup_tree_roots(struct tlog_fs *fs)
 	ret = read_tree_block(fs, fs->chunk_root->bytenr, fs->chunk_root->level,
 			      fs->chunk_root->generation, &eb);
 	if (ret)
-		return tlog_error(ret, "cannot read chunk root: %s", tlog_error_get());
+		return tlog_error_wrap(ret, "cannot read chunk root");
 	free_extent_buffer(eb);
 	ret = btrfs_read_chunk_tree(fs);
 	if (ret)
-		return tlog_error(ret, "cannot read chunk tree: %s", tlog_error_get());
+		return tlog_error_wrap(ret, "cannot read chunk tree");
 
 	fs->tree_root->bytenr = btrfs_super_block_root(sb);
 	fs->tree_root->level = btrfs_super_block_root_level(sb);
@@ -504,7 +504,7 @@ static int setup_tree_roots(struct tlog_fs *fs)
 	ret = read_tree_block(fs, fs->tree_root->bytenr, fs->tree_root->level,
 			      fs->tree_root->generation, &eb);
 	if (ret)
-		return tlog_error(ret, "cannot read root tree: %s", tlog_error_get());
+		return tlog_error_wrap(ret, "cannot read root tree");
 	free_extent_buffer(eb);
 
 	if (btrfs_super_block_log_root(sb)) {

@@ -38,3 +38,13 @@ void tlog_error_clear(void)
 	errset = false;
 	errmsg[0] = '\0';
 }
+
+int tlog_error_wrap(int err, const char *prefix)
+{
+	char old[sizeof(errmsg)];
+
+	if (!errset)
+		return tlog_error(err, "%s", prefix);
+	snprintf(old, sizeof(old), "%s", errmsg);
+	return tlog_error(err, "%s: %s", prefix, old);
+}

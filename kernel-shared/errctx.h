@@ -20,4 +20,10 @@ void tlog_error_clear(void);
 __attribute__((format(printf, 2, 3)))
 int tlog_error(int err, const char *fmt, ...);
 
+/*
+ * Put "@prefix: " in front of the recorded message (or set @prefix alone
+ * when none is recorded) and return @err.
+ */
+int tlog_error_wrap(int err, const char *prefix);
+
 #endif

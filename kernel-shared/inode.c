@@ -11,11 +11,23 @@
 #include "errctx.h"
 #include "inode.h"
 
+static void fill_empty_subvol_dir(struct btrfs_inode_item *inode)
+{
+	memset(inode, 0, sizeof(*inode));
+	btrfs_set_inode_item_mode(inode, S_IFDIR | 0755);
+	btrfs_set_inode_item_nlink(inode, 1);
+}
+
 int btrfs_read_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *ret)
 {
 	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
 	struct btrfs_path path;
 	int err;
+
+	if (ino == BTRFS_EMPTY_SUBVOL_DIR_OBJECTID) {
+		fill_empty_subvol_dir(ret);
+		return 0;
+	}
 
 	btrfs_init_path(&path);
 	err = btrfs_search_slot(root, &key, &path);
@@ -61,6 +73,7 @@ int btrfs_for_each_dir_entry(const struct extent_buffer *leaf, int slot,
 					  (unsigned long long)key.objectid, key.type,
 					  (unsigned long long)key.offset,
 					  btrfs_dir_item_name_len(di));
+		de.dir = key.objectid;
 		btrfs_disk_key_to_cpu(&de.location, &di->location);
 		de.index = key.type == BTRFS_DIR_INDEX_KEY ? key.offset : 0;
 		de.transid = btrfs_dir_item_transid(di);
@@ -88,7 +101,8 @@ static int match_name(const struct tlog_dir_entry *de, void *arg)
 	if (de->name_len != ctx->len || memcmp(de->name, ctx->name, ctx->len) != 0)
 		return 0;
 	*ctx->out = *de;
-	ctx->out->name = NULL;
+	/* the entry's own bytes go away with the path; the caller's name is equal */
+	ctx->out->name = ctx->name;
 	return 1;
 }
 
@@ -102,11 +116,17 @@ int btrfs_lookup_dir_entry(struct btrfs_root *root, u64 dir, const char *name,
 
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot(root, &key, &path);
+	if (ret > 0) {
+		/* no item with this name hash */
+		btrfs_release_path(&path);
+		return -ENOENT;
+	}
 	if (ret == 0)
 		ret = btrfs_for_each_dir_entry(path.nodes[0], path.slots[0], match_name, &ctx);
 	btrfs_release_path(&path);
 	if (ret < 0)
 		return ret;
+	/* match_name returns 1 when it found the name among the entries */
 	return ret == 1 ? 0 : -ENOENT;
 }
 
@@ -129,6 +149,34 @@ int btrfs_iterate_dir(struct btrfs_root *root, u64 dir,
 	return ret;
 }
 
+/* Whether the ROOT_REF of @child in @parent names this directory entry. */
+static int subvol_linked_here(struct tlog_fs *fs, struct btrfs_root *parent,
+			      const struct tlog_dir_entry *de)
+{
+	struct btrfs_key key = { parent->root_key.objectid, BTRFS_ROOT_REF_KEY,
+				 de->location.objectid };
+	const struct btrfs_root_ref *ref;
+	struct btrfs_path path;
+	u32 size;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(fs->tree_root, &key, &path);
+	if (ret) {
+		btrfs_release_path(&path);
+		return ret < 0 ? ret : 0;
+	}
+	ref = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+	size = btrfs_item_size(path.nodes[0], path.slots[0]);
+	ret = size >= sizeof(*ref) &&
+	      size - sizeof(*ref) >= btrfs_root_ref_name_len(ref) &&
+	      btrfs_root_ref_dirid(ref) == de->dir &&
+	      btrfs_root_ref_name_len(ref) == de->name_len &&
+	      memcmp(ref + 1, de->name, de->name_len) == 0;
+	btrfs_release_path(&path);
+	return ret;
+}
+
 int btrfs_entry_target(struct tlog_fs *fs, struct btrfs_root *root,
 		       const struct tlog_dir_entry *de, struct tlog_ino *ret)
 {
@@ -143,6 +191,14 @@ int btrfs_entry_target(struct tlog_fs *fs, struct btrfs_root *root,
 	if (de->location.type != BTRFS_ROOT_ITEM_KEY)
 		return tlog_error(-EUCLEAN, "directory entry points at key type %u",
 				  de->location.type);
+	err = subvol_linked_here(fs, root, de);
+	if (err < 0)
+		return err;
+	if (err == 0) {
+		ret->root = root;
+		ret->ino = BTRFS_EMPTY_SUBVOL_DIR_OBJECTID;
+		return 0;
+	}
 	err = btrfs_read_root(fs, de->location.objectid, &sub);
 	if (err)
 		return err;

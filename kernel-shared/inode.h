@@ -16,6 +16,7 @@ struct tlog_ino {
 
 /* One directory entry, decoded and bounds-checked. */
 struct tlog_dir_entry {
+	u64 dir;			/* directory holding the entry */
 	struct btrfs_key location;	/* INODE_ITEM or ROOT_ITEM key */
 	u64 index;			/* DIR_INDEX key offset (0 for DIR_ITEM) */
 	u64 transid;
@@ -24,6 +25,11 @@ struct tlog_dir_entry {
 	const char *name;		/* not NUL-terminated; valid during the callback */
 };
 
+/*
+ * Read inode @ino of @root.  The empty-subvolume stand-in is synthesised as
+ * the kernel shows it: a 0755 directory, one link, owned by root (its times
+ * are the time of lookup on a live system, left zero here).
+ */
 int btrfs_read_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *ret);
 
 /*
@@ -44,8 +50,17 @@ int btrfs_iterate_dir(struct btrfs_root *root, u64 dir,
 		      int (*fn)(const struct tlog_dir_entry *de, void *arg), void *arg);
 
 /*
+ * Inode number the kernel gives the stand-in directory for a subvolume
+ * entry that does not lead to its subvolume (a subvolume nested in the
+ * source of a snapshot shows up this way inside the snapshot).
+ */
+#define BTRFS_EMPTY_SUBVOL_DIR_OBJECTID 2ULL
+
+/*
  * The inode a directory entry names: a ROOT_ITEM location crosses into a
- * subvolume whose root directory is returned.
+ * subvolume whose root directory is returned, if the subvolume's ROOT_REF
+ * says it is linked at that entry; otherwise, like the kernel, an empty
+ * stand-in directory (BTRFS_EMPTY_SUBVOL_DIR_OBJECTID in the parent's tree).
  */
 int btrfs_entry_target(struct tlog_fs *fs, struct btrfs_root *root,
 		       const struct tlog_dir_entry *de, struct tlog_ino *ret);

@@ -47,12 +47,14 @@ if n != int(sys.argv[2]):
     sys.exit(f"json has {n} items+ptrs, text has {sys.argv[2]}")
 PY
 	# single trees by name and number
-	tl dump-tree -t fs "$img" | grep -q '^fs tree key (FS_TREE ROOT_ITEM 0)' || fail "$what: -t fs"
-	tl dump-tree -t 2 "$img" | grep -q 'EXTENT_TREE' || fail "$what: -t 2"
+	tl dump-tree -t fs "$img" > "$TMP/t" || fail "$what: -t fs"
+	grep -q '^fs tree key (FS_TREE ROOT_ITEM 0)' "$TMP/t" || fail "$what: -t fs heading"
+	tl dump-tree -t 2 "$img" > "$TMP/t" || fail "$what: -t 2"
+	grep -q 'owner EXTENT_TREE' "$TMP/t" || fail "$what: -t 2 shows the extent tree"
 	local rootblock
 	rootblock=$(tl dump-super "$img" | awk '$1 == "root" {print $2}')
-	tl dump-tree -b "$rootblock" "$img" | grep -q "^leaf $rootblock \|^node $rootblock " ||
-		fail "$what: -b"
+	tl dump-tree -b "$rootblock" "$img" > "$TMP/t" || fail "$what: -b"
+	grep -q "^leaf $rootblock \|^node $rootblock " "$TMP/t" || fail "$what: -b shows the block"
 }
 
 n=0

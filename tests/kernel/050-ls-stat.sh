@@ -92,7 +92,7 @@ for dirpath, dirnames, filenames in os.walk(mnt.encode()):
     rel = "/" + os.path.relpath(dirpath, mnt.encode()).decode("utf-8", "surrogateescape")
     rel = "/" if rel == "/." else rel
     # names that do not decode cannot be passed back as a path argument
-    if "\udc" in repr(rel):
+    if "\\udc" in repr(rel):
         continue
     j = ours("ls", img, rel)
     got = {e["name"]: e for e in j["entries"]}
@@ -105,6 +105,11 @@ for dirpath, dirnames, filenames in os.walk(mnt.encode()):
     for n, st in want.items():
         g = our_fields(got[n])
         w = fields(st)
+        if st.st_ino == 2:
+            # a snapshot's stand-in for a nested subvolume: the kernel makes
+            # it up at lookup, with the time of the lookup
+            for k in ("mtime", "ctime"):
+                del g[k], w[k]
         if g != w:
             print("differs:", rel, n, {k: (g[k], w[k]) for k in g if g[k] != w[k]})
             bad += 1
