@@ -266,7 +266,8 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	qsort(list.v, list.nr, sizeof(*list.v), cmp_entry);
+	if (list.nr)
+		qsort(list.v, list.nr, sizeof(*list.v), cmp_entry);
 	if (o.json)
 		jarr = json_object_new_array();
 	for (size_t i = 0; i < list.nr; i++)

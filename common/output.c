@@ -49,6 +49,10 @@ static size_t utf8_seq_len(const unsigned char *p, size_t left)
 	for (size_t i = 1; i < n; i++)
 		if ((p[i] & 0xC0) != 0x80)
 			return 0;
+	/* overlong forms, UTF-16 surrogates and code points past U+10FFFF */
+	if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] > 0x9F) ||
+	    (p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] > 0x8F))
+		return 0;
 	return n;
 }
 
@@ -64,7 +68,7 @@ json_object *json_new_bytes(const char *p, size_t len)
 	for (size_t i = 0; i < len;) {
 		size_t n = utf8_seq_len(s + i, len - i);
 
-		if (n == 0 || (n == 1 && s[i] < 0x20)) {
+		if (n == 0 || (n == 1 && (s[i] < 0x20 || s[i] == 0x7f))) {
 			o += sprintf(buf + o, "\\x%02x", s[i]);
 			i++;
 			continue;

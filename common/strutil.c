@@ -61,16 +61,15 @@ int parse_u64(const char *s, bool suffix, uint64_t *ret)
 	static const char units[] = "KMGTPE";
 	unsigned long long v = 0;
 	int base = 10;
-	const char *p = s;
+	const char *p = s, *digits;
 
 	if (!s || !*s)
 		return -EINVAL;
 	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
 		base = 16;
 		p += 2;
-		if (!*p)
-			return -EINVAL;
 	}
+	digits = p;
 	for (; *p; p++) {
 		int d;
 
@@ -84,7 +83,7 @@ int parse_u64(const char *s, bool suffix, uint64_t *ret)
 			return -ERANGE;
 		v = v * base + d;
 	}
-	if (p == s)
+	if (p == digits)
 		return -EINVAL;
 	if (*p && suffix) {
 		const char *u = strchr(units, toupper((unsigned char)*p));

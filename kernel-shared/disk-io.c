@@ -190,6 +190,7 @@ static int check_leaf(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
 	u32 nritems = btrfs_header_nritems(h);
 	u32 data_size = btrfs_leaf_data_size(fs->nodesize);
 	struct btrfs_key prev = { 0 }, key;
+	u32 data_end = data_size;	/* where the next item's data must end */
 
 	if ((u64)nritems * sizeof(struct btrfs_item) > data_size)
 		return tlog_error(-EUCLEAN, "leaf %llu: %u items cannot fit",
@@ -212,6 +213,12 @@ static int check_leaf(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
 			return tlog_error(-EUCLEAN,
 					  "leaf %llu: item %u data overlaps the item headers",
 					  (unsigned long long)bytenr, i);
+		/* item data is packed back to back from the end of the leaf */
+		if (off + size != data_end)
+			return tlog_error(-EUCLEAN,
+					  "leaf %llu: item %u data ends at %u, expected %u",
+					  (unsigned long long)bytenr, i, off + size, data_end);
+		data_end = off;
 		prev = key;
 	}
 	return 0;

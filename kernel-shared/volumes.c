@@ -5,6 +5,7 @@
  * mapping through them is refused: tlogctl handles single-device images.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,13 +193,14 @@ int btrfs_map_block(struct tlog_fs *fs, u64 logical, u64 len,
 	if (profile != 0 && profile != BTRFS_BLOCK_GROUP_DUP)
 		return tlog_error(-EOPNOTSUPP, "chunk %llu uses profile %s, which is not supported",
 				  (unsigned long long)m->logical, btrfs_bg_profile_name(m->type));
-	for (int i = 0; i < m->num_stripes && copies < max; i++) {
+	for (int i = 0; i < m->num_stripes; i++) {
 		if (m->stripes[i].devid != btrfs_dev_item_devid(&fs->super.dev_item))
 			return tlog_error(-EOPNOTSUPP,
 					  "chunk %llu lives on device %llu: multi-device filesystems are not supported",
 					  (unsigned long long)m->logical,
 					  (unsigned long long)m->stripes[i].devid);
-		physical[copies++] = m->stripes[i].physical + off;
+		if (copies < max)
+			physical[copies++] = m->stripes[i].physical + off;
 	}
 	return copies;
 }
@@ -208,6 +210,7 @@ int btrfs_read_sys_array(struct tlog_fs *fs, struct chunk_map *map)
 	const struct btrfs_super_block *sb = &fs->super;
 	u32 size = btrfs_super_block_sys_chunk_array_size(sb);
 	const u8 *p = sb->sys_chunk_array;
+	u64 last = 0;
 	u32 cur = 0;
 	int ret;
 
@@ -227,9 +230,14 @@ int btrfs_read_sys_array(struct tlog_fs *fs, struct chunk_map *map)
 			return tlog_error(-EUCLEAN, "sys_chunk_array: truncated entry at byte %u", cur);
 		btrfs_disk_key_to_cpu(&key, (const struct btrfs_disk_key *)(p + cur));
 		cur += sizeof(struct btrfs_disk_key);
-		if (key.type != BTRFS_CHUNK_ITEM_KEY)
-			return tlog_error(-EUCLEAN, "sys_chunk_array: key type %u is not CHUNK_ITEM",
-					  key.type);
+		if (key.type != BTRFS_CHUNK_ITEM_KEY ||
+		    key.objectid != BTRFS_FIRST_CHUNK_TREE_OBJECTID)
+			return tlog_error(-EUCLEAN, "sys_chunk_array: key (%llu %u) is not a chunk item",
+					  (unsigned long long)key.objectid, key.type);
+		if (cur > sizeof(struct btrfs_disk_key) && key.offset <= last)
+			return tlog_error(-EUCLEAN, "sys_chunk_array: chunks out of order at %llu",
+					  (unsigned long long)key.offset);
+		last = key.offset;
 		chunk = (const struct btrfs_chunk *)(p + cur);
 		num_stripes = btrfs_chunk_num_stripes(chunk);
 		if (num_stripes == 0 || num_stripes > TLOG_MAX_STRIPES)
@@ -286,6 +294,21 @@ const char *btrfs_bg_profile_name(u64 flags)
 	return "unknown";
 }
 
+/* Append to a bounded string; keeps it NUL-terminated when it runs out. */
+static void str_append(char *buf, size_t size, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*len >= size)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *len, size - *len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*len += (size_t)n;
+}
+
 void btrfs_bg_flags_to_str(u64 flags, char *buf, size_t size)
 {
 	static const struct { u64 bit; const char *name; } names[] = {
@@ -304,18 +327,18 @@ void btrfs_bg_flags_to_str(u64 flags, char *buf, size_t size)
 	u64 orig = flags;
 	size_t len = 0;
 
+	if (size == 0)
+		return;
 	buf[0] = '\0';
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!(flags & names[i].bit))
 			continue;
-		len += snprintf(buf + len, len < size ? size - len : 0, "%s%s",
-				len ? "|" : "", names[i].name);
+		str_append(buf, size, &len, "%s%s", len ? "|" : "", names[i].name);
 		flags &= ~names[i].bit;
 	}
 	if (!(orig & BTRFS_BLOCK_GROUP_PROFILE_MASK))
-		len += snprintf(buf + len, len < size ? size - len : 0, "%ssingle",
-				len ? "|" : "");
+		str_append(buf, size, &len, "%ssingle", len ? "|" : "");
 	if (flags)
-		len += snprintf(buf + len, len < size ? size - len : 0, "%sUNKNOWN.0x%llx",
-				len ? "|" : "", (unsigned long long)flags);
+		str_append(buf, size, &len, "%sUNKNOWN.0x%llx", len ? "|" : "",
+			   (unsigned long long)flags);
 }

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Tests the string helpers: parse_u64, mode_to_str (strutil.c) and json_new_bytes (output.c).
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <criterion/criterion.h>
+
+#include "output.h"
+#include "strutil.h"
+
+/* ---- parse_u64 ---- */
+
+static void assert_parses(const char *s, bool suffix, uint64_t expect)
+{
+	uint64_t v = 0xDEADBEEF;
+	int ret = parse_u64(s, suffix, &v);
+
+	cr_assert_eq(ret, 0, "parse_u64(\"%s\") failed with %d", s, ret);
+	cr_assert_eq(v, expect, "parse_u64(\"%s\") = %llu, expected %llu", s,
+		     (unsigned long long)v, (unsigned long long)expect);
+}
+
+static void assert_parse_fails(const char *s, bool suffix, int err)
+{
+	uint64_t v = 0;
+	int ret = parse_u64(s, suffix, &v);
+
+	cr_assert_eq(ret, err, "parse_u64(\"%s\", %s) returned %d (value %llu), expected %d",
+		     s, suffix ? "suffix" : "no suffix", ret, (unsigned long long)v, err);
+}
+
+Test(strutil, parse_decimal)
+{
+	assert_parses("0", false, 0);
+	assert_parses("123", false, 123);
+	assert_parses("007", false, 7);		/* leading zeros are decimal, not octal */
+	assert_parses("18446744073709551615", false, UINT64_MAX);
+}
+
+Test(strutil, parse_hex)
+{
+	assert_parses("0x1f", false, 31);
+	assert_parses("0X1F", false, 31);
+	assert_parses("0xffffffffffffffff", false, UINT64_MAX);
+	assert_parses("0x0", false, 0);
+}
+
+Test(strutil, parse_suffixes)
+{
+	/* powers of 1024 */
+	assert_parses("4K", true, 4096);
+	assert_parses("4k", true, 4096);
+	assert_parses("1M", true, 1048576ULL);
+	assert_parses("1G", true, 1073741824ULL);
+	assert_parses("1T", true, 1099511627776ULL);
+	assert_parses("1P", true, 1125899906842624ULL);
+	assert_parses("1E", true, 1152921504606846976ULL);
+	assert_parses("15E", true, 17293822569102704640ULL);
+	assert_parses("16KiB", true, 16384);
+	assert_parses("16KB", true, 16384);
+	assert_parses("0x10K", true, 16384);
+	/* a plain number is fine with suffixes allowed */
+	assert_parses("4096", true, 4096);
+}
+
+Test(strutil, parse_overflow)
+{
+	assert_parse_fails("18446744073709551616", false, -ERANGE);	/* 2^64 */
+	assert_parse_fails("99999999999999999999", false, -ERANGE);
+	assert_parse_fails("0x10000000000000000", false, -ERANGE);
+	assert_parse_fails("16E", true, -ERANGE);			/* 2^64 */
+	assert_parse_fails("16777216T", true, -ERANGE);			/* 2^24 * 2^40 */
+}
+
+Test(strutil, parse_invalid)
+{
+	assert_parse_fails("", true, -EINVAL);
+	assert_parse_fails("-1", true, -EINVAL);
+	assert_parse_fails("+1", true, -EINVAL);
+	assert_parse_fails("12abc", true, -EINVAL);
+	assert_parse_fails("12abc", false, -EINVAL);
+	assert_parse_fails("0x", true, -EINVAL);
+	assert_parse_fails(" 1", true, -EINVAL);
+	assert_parse_fails("1 ", true, -EINVAL);
+	assert_parse_fails("K", true, -EINVAL);
+	assert_parse_fails("4X", true, -EINVAL);
+	assert_parse_fails("4KX", true, -EINVAL);
+	assert_parse_fails("4KiBB", true, -EINVAL);
+	assert_parse_fails("0xg", false, -EINVAL);
+}
+
+Test(strutil, parse_suffix_not_allowed)
+{
+	assert_parse_fails("4K", false, -EINVAL);
+	assert_parse_fails("1E", false, -EINVAL);
+	assert_parse_fails("16KiB", false, -EINVAL);
+}
+
+/* ---- mode_to_str ---- */
+
+/*
+ * Expected strings are what coreutils `stat -c %A` and Python's
+ * stat.filemode() print for the same modes (checked on this machine).
+ */
+static void assert_mode(uint32_t mode, const char *expect)
+{
+	char buf[11];
+
+	memset(buf, 'X', sizeof(buf));
+	mode_to_str(mode, buf);
+	cr_assert_str_eq(buf, expect, "mode 0%o", mode);
+}
+
+Test(strutil, mode_types)
+{
+	assert_mode(S_IFREG | 0644, "-rw-r--r--");
+	assert_mode(S_IFDIR | 0755, "drwxr-xr-x");
+	assert_mode(S_IFLNK | 0777, "lrwxrwxrwx");
+	assert_mode(S_IFCHR | 0620, "crw--w----");
+	assert_mode(S_IFBLK | 0660, "brw-rw----");
+	assert_mode(S_IFIFO | 0644, "prw-r--r--");
+	assert_mode(S_IFSOCK | 0755, "srwxr-xr-x");
+	assert_mode(S_IFREG | 0000, "----------");
+}
+
+Test(strutil, mode_special_bits)
+{
+	assert_mode(S_IFREG | 04755, "-rwsr-xr-x");	/* setuid with u+x */
+	assert_mode(S_IFREG | 04644, "-rwSr--r--");	/* setuid without u+x */
+	assert_mode(S_IFREG | 02755, "-rwxr-sr-x");	/* setgid with g+x */
+	assert_mode(S_IFREG | 02644, "-rw-r-Sr--");	/* setgid without g+x */
+	assert_mode(S_IFDIR | 01777, "drwxrwxrwt");	/* sticky with o+x */
+	assert_mode(S_IFDIR | 01770, "drwxrwx--T");	/* sticky without o+x */
+	assert_mode(S_IFREG | 07000, "---S--S--T");
+	assert_mode(S_IFREG | 07777, "-rwsrwsrwt");
+}
+
+/* ---- json_new_bytes ---- */
+
+/* The string json_new_bytes makes of @len bytes at @in equals @expect. */
+static void assert_json_bytes(const char *in, size_t len, const char *expect)
+{
+	json_object *o = json_new_bytes(in, len);
+
+	cr_assert_not_null(o);
+	cr_assert(json_object_is_type(o, json_type_string));
+	cr_assert_eq((size_t)json_object_get_string_len(o), strlen(expect));
+	cr_assert_str_eq(json_object_get_string(o), expect);
+	json_object_put(o);
+}
+
+#define ASSERT_JSON_BYTES(lit, expect) assert_json_bytes(lit, sizeof(lit) - 1, expect)
+
+Test(strutil, json_bytes_ascii)
+{
+	ASSERT_JSON_BYTES("small.txt", "small.txt");
+	ASSERT_JSON_BYTES("", "");
+	/* printable ASCII, quotes and backslash included, is kept as is */
+	ASSERT_JSON_BYTES("a \"b\" \\ ~", "a \"b\" \\ ~");
+}
+
+Test(strutil, json_bytes_valid_utf8_kept)
+{
+	ASSERT_JSON_BYTES("h\xC3\xA9llo", "h\xC3\xA9llo");		/* U+00E9 */
+	ASSERT_JSON_BYTES("\xE2\x82\xAC", "\xE2\x82\xAC");		/* U+20AC euro */
+	ASSERT_JSON_BYTES("\xF0\x9F\x98\x80", "\xF0\x9F\x98\x80");	/* U+1F600 */
+	ASSERT_JSON_BYTES("\xF4\x8F\xBF\xBF", "\xF4\x8F\xBF\xBF");	/* U+10FFFF */
+}
+
+Test(strutil, json_bytes_control_escaped)
+{
+	ASSERT_JSON_BYTES("a\nb", "a\\x0ab");
+	ASSERT_JSON_BYTES("\t", "\\x09");
+	ASSERT_JSON_BYTES("\x01\x1F", "\\x01\\x1f");
+	/* an embedded NUL does not end the string */
+	ASSERT_JSON_BYTES("a\0b", "a\\x00b");
+}
+
+Test(strutil, json_bytes_invalid_utf8_escaped)
+{
+	ASSERT_JSON_BYTES("\xFF", "\\xff");
+	ASSERT_JSON_BYTES("a\x80z", "a\\x80z");			/* lone continuation byte */
+	ASSERT_JSON_BYTES("\xC0\xAF", "\\xc0\\xaf");		/* overlong 2-byte form */
+	ASSERT_JSON_BYTES("\xC3", "\\xc3");			/* truncated at the end */
+	ASSERT_JSON_BYTES("\xC3(", "\\xc3(");			/* bad continuation */
+	ASSERT_JSON_BYTES("\xE2\x82", "\\xe2\\x82");		/* truncated 3-byte form */
+	ASSERT_JSON_BYTES("\xF5\x80\x80\x80", "\\xf5\\x80\\x80\\x80");	/* lead byte > F4 */
+	/* Latin-1 "é" next to valid UTF-8 "é" */
+	ASSERT_JSON_BYTES("\xE9\xC3\xA9", "\\xe9\xC3\xA9");
+}
+
+Test(strutil, json_bytes_serialised)
+{
+	/* the escapes are literal text: JSON shows the backslash escaped */
+	json_object *o = json_new_bytes("x\xFFy", 3);
+
+	cr_assert_str_eq(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+			 "\"x\\\\xffy\"");
+	json_object_put(o);
+}
+
+/* ---- output format names ---- */
+
+Test(strutil, output_format_parse)
+{
+	enum output_format f = OUTPUT_JSON;
+
+	cr_assert_eq(output_format_parse("text", &f), 0);
+	cr_assert_eq(f, OUTPUT_TEXT);
+	cr_assert_eq(output_format_parse("json", &f), 0);
+	cr_assert_eq(f, OUTPUT_JSON);
+	cr_assert_eq(output_format_parse("JSON", &f), -EINVAL);
+	cr_assert_eq(output_format_parse("", &f), -EINVAL);
+}
