@@ -234,12 +234,15 @@ static void dump_trees_listed_in(struct dump_ctx *ctx, struct btrfs_root *tree,
 	btrfs_tree_iter_end(&iter);
 }
 
-static void dump_log(struct dump_ctx *ctx)
+/* The log root tree block(s), then (with @trees) the log trees it lists. */
+static void dump_log(struct dump_ctx *ctx, bool root, bool trees)
 {
 	if (!ctx->fs->log_root_tree)
 		return;
-	dump_root(ctx, ctx->fs->log_root_tree, "log root tree", false);
-	dump_trees_listed_in(ctx, ctx->fs->log_root_tree, NULL);
+	if (root)
+		dump_root(ctx, ctx->fs->log_root_tree, "log root tree", false);
+	if (trees)
+		dump_trees_listed_in(ctx, ctx->fs->log_root_tree, NULL);
 }
 
 static bool want_extent_trees(u64 objectid)
@@ -416,22 +419,26 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 	} else if (have_tree && tree == BTRFS_TREE_LOG_OBJECTID) {
 		if (!ctx.fs->log_root_tree && !ctx.json)
 			printf("no log tree\n");
-		dump_log(&ctx);
+		dump_log(&ctx, true, true);
 	} else if (have_tree) {
 		dump_tree_by_id(&ctx, tree);
 	} else if (uuid) {
 		dump_trees_listed_in(&ctx, ctx.fs->tree_root, want_uuid_tree);
 	} else {
+		/* btrfs-progs' order: the log root right after the chunk tree... */
 		dump_tree_by_id(&ctx, BTRFS_ROOT_TREE_OBJECTID);
 		dump_tree_by_id(&ctx, BTRFS_CHUNK_TREE_OBJECTID);
+		if (!extents && !device)
+			dump_log(&ctx, true, false);
 		if (extents)
 			dump_trees_listed_in(&ctx, ctx.fs->tree_root, want_extent_trees);
 		else if (device)
 			dump_trees_listed_in(&ctx, ctx.fs->tree_root, want_device_tree);
 		else
 			dump_trees_listed_in(&ctx, ctx.fs->tree_root, NULL);
+		/* ...and the log trees after every other tree */
 		if (!extents && !device)
-			dump_log(&ctx);
+			dump_log(&ctx, false, true);
 		print_footer(&ctx, top);
 	}
 
