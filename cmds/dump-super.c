@@ -15,6 +15,7 @@
 #include "errctx.h"
 #include "messages.h"
 #include "open.h"
+#include "print-tree.h"
 #include "output.h"
 #include "strutil.h"
 
@@ -424,7 +425,7 @@ static json_object *super_to_json(const struct super_view *v, bool full)
 	json_add_u64(o, "flags", btrfs_super_block_flags(sb));
 	json_add_str(o, "fsid", v->fsid);
 	json_add_str(o, "metadata_uuid", v->metadata_uuid);
-	json_object_object_add(o, "label", json_new_bytes(v->label, strlen(v->label)));
+	json_object_object_add(o, "label", btrfs_json_bytes(v->label, strlen(v->label)));
 	for (const struct sb_field *f = sb_fields; f->label; f++)
 		json_add_u64(o, f->key, f->get(sb));
 	json_object_object_add(o, "flags_names", flags_to_json(btrfs_super_block_flags(sb),

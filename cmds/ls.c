@@ -15,6 +15,7 @@
 #include "inode-print.h"
 #include "messages.h"
 #include "open.h"
+#include "print-tree.h"
 #include "strutil.h"
 #include "subvol.h"
 
@@ -156,14 +157,14 @@ static int show_entry(struct tlog_fs *fs, const struct ls_opts *o, const struct 
 		json_object *j = inode_to_json(e->target.root->root_key.objectid, e->target.ino,
 					       &inode, fs->sectorsize);
 
-		json_object_object_add(j, "name", json_new_bytes(e->name, e->name_len));
+		json_object_object_add(j, "name", btrfs_json_bytes(e->name, e->name_len));
 		if (S_ISLNK(btrfs_inode_item_mode(&inode))) {
 			char target[4096];
 			int len = btrfs_read_symlink(e->target.root, e->target.ino,
 						     target, sizeof(target));
 
 			if (len >= 0)
-				json_object_object_add(j, "target", json_new_bytes(target, len));
+				json_object_object_add(j, "target", btrfs_json_bytes(target, len));
 		}
 		json_object_array_add(jarr, j);
 		return 0;
@@ -217,10 +218,8 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 			self = true;
 			break;
 		case OPT_SUBVOL:
-			if (parse_u64(optarg, false, &subvol)) {
-				error("invalid subvolume id '%s'", optarg);
+			if (parse_subvol_arg(optarg, &subvol))
 				return 1;
-			}
 			break;
 		default:
 			usage_unknown_option(cmd, argv);
@@ -276,7 +275,7 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 	if (jarr) {
 		json_object *top = json_object_new_object();
 
-		json_object_object_add(top, "path", json_new_bytes(path, strlen(path)));
+		json_object_object_add(top, "path", btrfs_json_bytes(path, strlen(path)));
 		json_object_object_add(top, "entries", jarr);
 		if (output_json(top))
 			ret = 1;

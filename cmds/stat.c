@@ -12,6 +12,7 @@
 #include "inode-print.h"
 #include "messages.h"
 #include "open.h"
+#include "print-tree.h"
 #include "strutil.h"
 #include "subvol.h"
 
@@ -99,10 +100,8 @@ static int cmd_stat(const struct cmd_struct *cmd, int argc, char **argv)
 			continue;
 		switch (c) {
 		case OPT_SUBVOL:
-			if (parse_u64(optarg, false, &subvol)) {
-				error("invalid subvolume id '%s'", optarg);
+			if (parse_subvol_arg(optarg, &subvol))
 				return 1;
-			}
 			break;
 		default:
 			usage_unknown_option(cmd, argv);
@@ -131,9 +130,9 @@ static int cmd_stat(const struct cmd_struct *cmd, int argc, char **argv)
 		json_object *j = inode_to_json(ino.root->root_key.objectid, ino.ino, &inode,
 					       fs->sectorsize);
 
-		json_object_object_add(j, "path", json_new_bytes(path, strlen(path)));
+		json_object_object_add(j, "path", btrfs_json_bytes(path, strlen(path)));
 		if (tlen >= 0)
-			json_object_object_add(j, "target", json_new_bytes(target, tlen));
+			json_object_object_add(j, "target", btrfs_json_bytes(target, tlen));
 		if (output_json(j))
 			ret = 1;
 	} else {

@@ -27,7 +27,4 @@ static inline void json_add_str(json_object *o, const char *k, const char *v)
 	json_object_object_add(o, k, json_object_new_string(v));
 }
 
-/* A JSON string from arbitrary bytes: invalid UTF-8 and controls become \xNN. */
-json_object *json_new_bytes(const char *p, size_t len);
-
 #endif

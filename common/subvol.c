@@ -3,6 +3,7 @@
 
 #include "errctx.h"
 #include "messages.h"
+#include "strutil.h"
 #include "subvol.h"
 
 int resolve_image_path(struct tlog_fs *fs, u64 subvol, const char *image,
@@ -30,4 +31,13 @@ int resolve_image_path(struct tlog_fs *fs, u64 subvol, const char *image,
 	if (err)
 		error_errno(err, "cannot find %s in %s", path, image);
 	return err;
+}
+
+int parse_subvol_arg(const char *arg, u64 *ret)
+{
+	if (parse_u64(arg, false, ret)) {
+		error("invalid subvolume id '%s'", arg);
+		return -EINVAL;
+	}
+	return 0;
 }

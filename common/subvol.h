@@ -12,4 +12,7 @@
 int resolve_image_path(struct tlog_fs *fs, u64 subvol, const char *image,
 		       const char *path, struct tlog_ino *ret);
 
+/* Parse the argument of --subvol; prints an error and returns -EINVAL. */
+int parse_subvol_arg(const char *arg, u64 *ret);
+
 #endif

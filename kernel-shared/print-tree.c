@@ -165,20 +165,8 @@ static const char *file_extent_type_name(u8 type)
 
 static void dir_type_to_str(u8 type, char *buf, size_t size)
 {
-	static const char *const names[] = {
-		[BTRFS_FT_UNKNOWN] = "UNKNOWN",
-		[BTRFS_FT_REG_FILE] = "FILE",
-		[BTRFS_FT_DIR] = "DIR",
-		[BTRFS_FT_CHRDEV] = "CHRDEV",
-		[BTRFS_FT_BLKDEV] = "BLKDEV",
-		[BTRFS_FT_FIFO] = "FIFO",
-		[BTRFS_FT_SOCK] = "SOCK",
-		[BTRFS_FT_SYMLINK] = "SYMLINK",
-		[BTRFS_FT_XATTR] = "XATTR",
-	};
-
-	if (type < ARRAY_SIZE(names))
-		snprintf(buf, size, "%s", names[type]);
+	if (type < BTRFS_FT_MAX)
+		snprintf(buf, size, "%s", btrfs_ftype_name(type));
 	else
 		snprintf(buf, size, "DIR_ITEM.%u", type);
 }
@@ -275,7 +263,7 @@ static size_t utf8_seq_len(const u8 *p, size_t len)
  * not part of valid UTF-8 become "\xNN", and a backslash is doubled so that
  * the escaping cannot be confused with a name that contains "\x".
  */
-static json_object *json_bytes_string(const void *data, size_t len)
+json_object *btrfs_json_bytes(const void *data, size_t len)
 {
 	const u8 *p = data;
 	json_object *ret;
@@ -307,7 +295,7 @@ static json_object *json_bytes_string(const void *data, size_t len)
 
 static void jadd_bytes(json_object *obj, const char *name, const void *data, size_t len)
 {
-	jadd(obj, name, json_bytes_string(data, len));
+	jadd(obj, name, btrfs_json_bytes(data, len));
 }
 
 static void jadd_uuid(json_object *obj, const char *name, const u8 *uuid)

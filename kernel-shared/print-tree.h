@@ -29,4 +29,11 @@ json_object *btrfs_tree_block_to_json(struct tlog_fs *fs, const struct extent_bu
 void btrfs_print_item(FILE *out, struct tlog_fs *fs, const struct extent_buffer *leaf, int slot);
 json_object *btrfs_item_to_json(struct tlog_fs *fs, const struct extent_buffer *leaf, int slot);
 
+/*
+ * A JSON string for arbitrary bytes (names on disk need not be UTF-8):
+ * control bytes and bytes that are not valid UTF-8 become "\xNN", and a
+ * backslash is doubled so that the escaping is unambiguous.
+ */
+json_object *btrfs_json_bytes(const void *data, size_t len);
+
 #endif

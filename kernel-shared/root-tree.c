@@ -43,44 +43,19 @@ static int load_root_item(struct tlog_fs *fs, struct btrfs_root *root,
 	return 0;
 }
 
-/*
- * Look up the ROOT_ITEM of @objectid in @tree (the highest offset wins:
- * snapshots carry their creation transid there).
- */
-static int lookup_root_item(struct tlog_fs *fs, struct btrfs_root *tree, u64 objectid,
-			    struct btrfs_root **ret)
+/* Make a struct btrfs_root of the ROOT_ITEM at @slot and cache it in @fs. */
+static int add_root_from_item(struct tlog_fs *fs, const struct extent_buffer *leaf,
+			      int slot, const struct btrfs_key *key,
+			      struct btrfs_root **ret)
 {
-	struct btrfs_key key = { objectid, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
-	struct btrfs_path path;
-	struct btrfs_root *root, *cached;
+	struct btrfs_root *root = calloc(1, sizeof(*root));
 	int err;
 
-	btrfs_init_path(&path);
-	err = btrfs_search_backwards(tree, &key, &path);
-	if (err) {
-		btrfs_release_path(&path);
-		if (err > 0)
-			return tlog_error(-ENOENT, "tree %llu does not exist",
-					  (unsigned long long)objectid);
-		return err;
-	}
-	btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
-	cached = find_cached_root(fs, objectid, key.offset);
-	if (cached && tree != fs->log_root_tree) {
-		btrfs_release_path(&path);
-		*ret = cached;
-		return 0;
-	}
-
-	root = calloc(1, sizeof(*root));
-	if (!root) {
-		btrfs_release_path(&path);
+	if (!root)
 		return -ENOMEM;
-	}
 	root->fs = fs;
-	root->root_key = key;
-	err = load_root_item(fs, root, path.nodes[0], path.slots[0]);
-	btrfs_release_path(&path);
+	root->root_key = *key;
+	err = load_root_item(fs, root, leaf, slot);
 	if (err) {
 		free(root);
 		return err;
@@ -89,6 +64,31 @@ static int lookup_root_item(struct tlog_fs *fs, struct btrfs_root *tree, u64 obj
 	fs->roots = root;
 	*ret = root;
 	return 0;
+}
+
+/*
+ * The ROOT_ITEM of @objectid in the root tree: the highest offset wins
+ * (snapshots carry their creation transid there).
+ */
+static int lookup_root_item(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
+{
+	struct btrfs_key key = { objectid, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
+	struct btrfs_path path;
+	int err;
+
+	btrfs_init_path(&path);
+	err = btrfs_search_backwards(fs->tree_root, &key, &path);
+	if (err == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+		*ret = find_cached_root(fs, objectid, key.offset);
+		if (!*ret)
+			err = add_root_from_item(fs, path.nodes[0], path.slots[0], &key, ret);
+	} else if (err > 0) {
+		err = tlog_error(-ENOENT, "tree %llu does not exist",
+				 (unsigned long long)objectid);
+	}
+	btrfs_release_path(&path);
+	return err;
 }
 
 int btrfs_read_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
@@ -107,42 +107,27 @@ int btrfs_read_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
 		*ret = fs->log_root_tree;
 		return 0;
 	}
-	return lookup_root_item(fs, fs->tree_root, objectid, ret);
+	return lookup_root_item(fs, objectid, ret);
 }
 
 int btrfs_read_log_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
 {
 	struct btrfs_key key = { BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY, objectid };
 	struct btrfs_path path;
-	struct btrfs_root *root;
 	int err;
 
 	if (!fs->log_root_tree)
 		return tlog_error(-ENOENT, "the filesystem has no log tree");
+	*ret = find_cached_root(fs, key.objectid, key.offset);
+	if (*ret)
+		return 0;
 	btrfs_init_path(&path);
 	err = btrfs_search_slot(fs->log_root_tree, &key, &path);
-	if (err) {
-		btrfs_release_path(&path);
-		if (err > 0)
-			return tlog_error(-ENOENT, "no log tree for subvolume %llu",
-					  (unsigned long long)objectid);
-		return err;
-	}
-	root = calloc(1, sizeof(*root));
-	if (!root) {
-		btrfs_release_path(&path);
-		return -ENOMEM;
-	}
-	root->fs = fs;
-	root->root_key = key;
-	err = load_root_item(fs, root, path.nodes[0], path.slots[0]);
+	if (err == 0)
+		err = add_root_from_item(fs, path.nodes[0], path.slots[0], &key, ret);
+	else if (err > 0)
+		err = tlog_error(-ENOENT, "no log tree for subvolume %llu",
+				 (unsigned long long)objectid);
 	btrfs_release_path(&path);
-	if (err) {
-		free(root);
-		return err;
-	}
-	root->next = fs->roots;
-	fs->roots = root;
-	*ret = root;
-	return 0;
+	return err;
 }

@@ -39,6 +39,7 @@ for ns in 4096 16384; do
 		mv a/b/c/big a/b/c/big-renamed
 		rm many/f7 many/f1000
 		printf 'n\xe9me' > weird-$'\x01'-name
+		: > 'back\slash'
 	) || fail "populating the image"
 	sync
 	umount_image "$mnt"
@@ -64,7 +65,10 @@ def esc(b):
                 break
             except UnicodeDecodeError:
                 pass
-        if ch is None or (len(ch) == 1 and ord(ch) < 0x20):
+        if ch == "\\":
+            out.append("\\\\")
+            i += 1
+        elif ch is None or (len(ch) == 1 and (ord(ch) < 0x20 or ord(ch) == 0x7f)):
             out.append("\\x%02x" % b[i])
             i += 1
         else:

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Tests the string helpers: parse_u64, mode_to_str (strutil.c) and json_new_bytes (output.c).
+// Tests the string helpers: parse_u64, mode_to_str (strutil.c) and btrfs_json_bytes (print-tree.c).
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 
 #include "output.h"
+#include "print-tree.h"
 #include "strutil.h"
 
 /* ---- parse_u64 ---- */
@@ -136,12 +137,12 @@ Test(strutil, mode_special_bits)
 	assert_mode(S_IFREG | 07777, "-rwsrwsrwt");
 }
 
-/* ---- json_new_bytes ---- */
+/* ---- btrfs_json_bytes ---- */
 
-/* The string json_new_bytes makes of @len bytes at @in equals @expect. */
+/* The string btrfs_json_bytes makes of @len bytes at @in equals @expect. */
 static void assert_json_bytes(const char *in, size_t len, const char *expect)
 {
-	json_object *o = json_new_bytes(in, len);
+	json_object *o = btrfs_json_bytes(in, len);
 
 	cr_assert_not_null(o);
 	cr_assert(json_object_is_type(o, json_type_string));
@@ -156,8 +157,11 @@ Test(strutil, json_bytes_ascii)
 {
 	ASSERT_JSON_BYTES("small.txt", "small.txt");
 	ASSERT_JSON_BYTES("", "");
-	/* printable ASCII, quotes and backslash included, is kept as is */
-	ASSERT_JSON_BYTES("a \"b\" \\ ~", "a \"b\" \\ ~");
+	/* printable ASCII and quotes are kept as is */
+	ASSERT_JSON_BYTES("a \"b\" ~", "a \"b\" ~");
+	/* a backslash is doubled so that a literal "\x41" is not an escape */
+	ASSERT_JSON_BYTES("a\\b", "a\\\\b");
+	ASSERT_JSON_BYTES("\\x41", "\\\\x41");
 }
 
 Test(strutil, json_bytes_valid_utf8_kept)
@@ -193,7 +197,7 @@ Test(strutil, json_bytes_invalid_utf8_escaped)
 Test(strutil, json_bytes_serialised)
 {
 	/* the escapes are literal text: JSON shows the backslash escaped */
-	json_object *o = json_new_bytes("x\xFFy", 3);
+	json_object *o = btrfs_json_bytes("x\xFFy", 3);
 
 	cr_assert_str_eq(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
 			 "\"x\\\\xffy\"");
