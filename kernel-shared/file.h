@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Open files of an image and the file extent cursor.
+ *
+ * A struct tlog_file is the offline counterpart of an open file
+ * description: it holds the inode item and a cursor over the inode's
+ * EXTENT_DATA items that is kept between calls.  Successive queries that
+ * move forward (the cp/tar pattern of SEEK_DATA at the last hole, SEEK_HOLE
+ * at the last data, or a fiemap or read walk) reuse the cursor's leaf and
+ * cost amortised O(1) each, instead of a root-to-leaf search per call --
+ * the offline analogue of the kernel caching extent state across lseek
+ * calls on one open file.
+ */
+#ifndef TLOG_FILE_H
+#define TLOG_FILE_H
+
+#include "ctree.h"
+#include "inode.h"
+
+/* One EXTENT_DATA item, decoded and checked. */
+struct tlog_file_extent {
+	u64 start;		/* key.offset: file offset of the item */
+	u64 end;		/* start + num_bytes; inline: start + ram_bytes */
+	u64 generation;
+	u64 ram_bytes;
+	u64 disk_bytenr;	/* 0 for holes and inline */
+	u64 disk_num_bytes;
+	u64 offset;		/* into the (decompressed) extent */
+	u64 num_bytes;		/* 0 for inline */
+	u8 type;		/* BTRFS_FILE_EXTENT_{INLINE,REG,PREALLOC} */
+	u8 compression;		/* BTRFS_COMPRESS_* */
+	const u8 *inline_data;	/* inline payload, valid until the cursor moves */
+	u32 inline_len;		/* bytes of payload on disk (compressed or not) */
+};
+
+static inline bool tlog_extent_is_hole(const struct tlog_file_extent *e)
+{
+	return e->type == BTRFS_FILE_EXTENT_REG && e->disk_bytenr == 0;
+}
+
+/* Data that SEEK_DATA and reads see as written (not holes, not prealloc). */
+static inline bool tlog_extent_is_data(const struct tlog_file_extent *e)
+{
+	return e->type == BTRFS_FILE_EXTENT_INLINE ||
+	       (e->type == BTRFS_FILE_EXTENT_REG && e->disk_bytenr != 0);
+}
+
+struct tlog_extent_cursor {
+	struct btrfs_path path;
+	bool valid;			/* positioned on an item of the inode */
+	struct tlog_file_extent ext;	/* the item at the cursor */
+	u64 nr_searches;		/* root-to-leaf searches, for tests and benchmarks */
+	u64 nr_steps;			/* items stepped over */
+};
+
+struct tlog_file {
+	struct tlog_fs *fs;
+	struct btrfs_root *root;
+	u64 ino;
+	struct btrfs_inode_item inode;
+	u64 size;			/* i_size */
+	u32 mode;
+	struct tlog_extent_cursor cur;
+};
+
+/* Open the inode @ino of @root.  Returns 0 or -errno. */
+int tlog_file_open(struct tlog_fs *fs, struct btrfs_root *root, u64 ino,
+		   struct tlog_file **ret);
+void tlog_file_close(struct tlog_file *file);
+
+/*
+ * Position the cursor on the item that contains @offset or, if none does,
+ * the first item after it.  Returns 0 when positioned, 1 when the inode has
+ * no item at or after @offset, or -errno (-EUCLEAN for a malformed item).
+ */
+int tlog_file_cursor_seek(struct tlog_file *file, u64 offset);
+/* Move to the next item of the inode: 0, 1 at the end, or -errno. */
+int tlog_file_cursor_next(struct tlog_file *file);
+/*
+ * The end of the last item that is not an explicit hole (inline items count
+ * with their sector-aligned end), 0 if there is none.  FIEMAP's LAST flag
+ * depends on it.
+ */
+int tlog_file_last_extent_end(struct tlog_file *file, u64 *ret);
+
+/* ---- SEEK_DATA / SEEK_HOLE (llseek.c) ---- */
+
+#define TLOG_SEEK_DATA 3
+#define TLOG_SEEK_HOLE 4
+
+/*
+ * lseek(fd, @offset, @whence) as btrfs answers it on the mounted image.
+ * Returns 0 with *@ret set, -ENXIO past the data (or past i_size), -EINVAL
+ * for a bad @whence, or another -errno.
+ */
+int tlog_file_seek(struct tlog_file *file, s64 offset, int whence, u64 *ret);
+
+/* ---- FIEMAP (fiemap.c) ---- */
+
+#define TLOG_FIEMAP_FLAG_SYNC		0x1
+#define TLOG_FIEMAP_EXTENT_LAST		0x1
+#define TLOG_FIEMAP_EXTENT_ENCODED	0x8
+#define TLOG_FIEMAP_EXTENT_NOT_ALIGNED	0x100
+#define TLOG_FIEMAP_EXTENT_DATA_INLINE	0x200
+#define TLOG_FIEMAP_EXTENT_UNWRITTEN	0x800
+#define TLOG_FIEMAP_EXTENT_SHARED	0x2000
+
+struct tlog_fiemap_extent {
+	u64 logical;
+	u64 physical;
+	u64 length;
+	u32 flags;
+};
+
+struct tlog_fiemap_request {
+	u64 start;		/* fm_start */
+	u64 length;		/* fm_length; ~0 for "to the end" */
+	u32 flags;		/* fm_flags; on -EBADR the rejected bits */
+	u32 extent_count;	/* fm_extent_count; 0 counts only */
+	u32 mapped_extents;	/* out: fm_mapped_extents */
+};
+
+/*
+ * FS_IOC_FIEMAP as btrfs answers it.  @extents has room for
+ * req->extent_count entries (may be NULL in count mode).  Returns 0, -EBADR
+ * (unsupported flags, left in req->flags), -EINVAL, -EFBIG or another -errno.
+ */
+int tlog_file_fiemap(struct tlog_file *file, struct tlog_fiemap_request *req,
+		     struct tlog_fiemap_extent *extents);
+
+#endif
