@@ -17,7 +17,7 @@
 #include "open.h"
 #include "print-tree.h"
 #include "strutil.h"
-#include "subvol.h"
+#include "path.h"
 
 static const char * const ls_usage[] = {
 	"tlogctl ls [-l] [-i] [-d] [--subvol ID] [--format json] IMAGE [PATH]",

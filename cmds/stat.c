@@ -14,7 +14,7 @@
 #include "open.h"
 #include "print-tree.h"
 #include "strutil.h"
-#include "subvol.h"
+#include "path.h"
 
 static const char * const stat_usage[] = {
 	"tlogctl stat [--subvol ID] [--format json] IMAGE PATH",

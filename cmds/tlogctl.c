@@ -16,6 +16,8 @@ static const struct cmd_struct *const commands[] = {
 	&cmd_struct_dump_tree,
 	&cmd_struct_ls,
 	&cmd_struct_stat,
+	&cmd_struct_fiemap,
+	&cmd_struct_seek,
 	NULL,
 };
 

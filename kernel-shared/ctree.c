@@ -175,6 +175,51 @@ int btrfs_search_slot(struct btrfs_root *root, const struct btrfs_key *key,
 	}
 }
 
+/* Whether @key lies within the keys of @leaf; sets *@after when it is past them. */
+static bool leaf_spans_key(const struct extent_buffer *leaf, const struct btrfs_key *key,
+			   bool *after)
+{
+	u32 nritems = btrfs_header_nritems_eb(leaf);
+	struct btrfs_key first, last;
+
+	*after = false;
+	if (nritems == 0)
+		return false;
+	btrfs_item_key_to_cpu(leaf, &first, 0);
+	btrfs_item_key_to_cpu(leaf, &last, nritems - 1);
+	if (btrfs_comp_cpu_keys(key, &first) < 0)
+		return false;
+	if (btrfs_comp_cpu_keys(key, &last) > 0) {
+		*after = true;
+		return false;
+	}
+	return true;
+}
+
+int btrfs_search_slot_near(struct btrfs_root *root, const struct btrfs_key *key,
+			   struct btrfs_path *path)
+{
+	struct extent_buffer *leaf = path->nodes[0];
+	bool after;
+
+	if (leaf && btrfs_header_level_eb(leaf) == 0) {
+		if (leaf_spans_key(leaf, key, &after))
+			return bin_search(leaf, key, &path->slots[0]);
+		/* one step to the next leaf covers keys that walk forward */
+		if (after && btrfs_next_leaf(root, path) == 0) {
+			leaf = path->nodes[0];
+			if (leaf_spans_key(leaf, key, &after))
+				return bin_search(leaf, key, &path->slots[0]);
+			if (!after && btrfs_header_nritems_eb(leaf) > 0) {
+				/* between the two leaves: the next key is the first here */
+				path->slots[0] = 0;
+				return 1;
+			}
+		}
+	}
+	return btrfs_search_slot(root, key, path);
+}
+
 /* Walk down from @level at path->slots[level] along the leftmost (or rightmost) edge. */
 static int descend(struct btrfs_root *root, struct btrfs_path *path, int level, bool rightmost)
 {

@@ -179,6 +179,14 @@ void btrfs_release_path(struct btrfs_path *path);
  */
 int btrfs_search_slot(struct btrfs_root *root, const struct btrfs_key *key,
 		      struct btrfs_path *path);
+/*
+ * btrfs_search_slot() for callers whose keys mostly increase: when @path
+ * already holds a leaf whose keys span @key, or the next leaf does, only
+ * that leaf is searched.  Same results as btrfs_search_slot(), except that
+ * a missing key between two leaves may be reported at slot 0 of the second.
+ */
+int btrfs_search_slot_near(struct btrfs_root *root, const struct btrfs_key *key,
+			   struct btrfs_path *path);
 /* Move to the first item of the next leaf.  0, 1 at the end, or -errno. */
 int btrfs_next_leaf(struct btrfs_root *root, struct btrfs_path *path);
 /* Move to the last item of the previous leaf.  0, 1 at the start, or -errno. */

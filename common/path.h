@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The --subvol option: which tree paths start from. */
-#ifndef TLOG_SUBVOL_H
-#define TLOG_SUBVOL_H
+/* Paths inside images: the --subvol option, resolving, opening files. */
+#ifndef TLOG_PATH_H
+#define TLOG_PATH_H
 
+#include "file.h"
 #include "inode.h"
 
 /*
@@ -14,5 +15,12 @@ int resolve_image_path(struct tlog_fs *fs, u64 subvol, const char *image,
 
 /* Parse the argument of --subvol; prints an error and returns -EINVAL. */
 int parse_subvol_arg(const char *arg, u64 *ret);
+
+/*
+ * Resolve @path and open it as a regular file for queries.  Directories,
+ * symlinks and special files are refused with one error line.
+ */
+int open_image_file(struct tlog_fs *fs, u64 subvol, const char *image,
+		    const char *path, struct tlog_file **ret);
 
 #endif

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <sys/stat.h>
 
 #include "errctx.h"
 #include "messages.h"
 #include "strutil.h"
-#include "subvol.h"
+#include "path.h"
 
 int resolve_image_path(struct tlog_fs *fs, u64 subvol, const char *image,
 		       const char *path, struct tlog_ino *ret)
@@ -38,6 +39,37 @@ int parse_subvol_arg(const char *arg, u64 *ret)
 	if (parse_u64(arg, false, ret)) {
 		error("invalid subvolume id '%s'", arg);
 		return -EINVAL;
+	}
+	return 0;
+}
+
+int open_image_file(struct tlog_fs *fs, u64 subvol, const char *image,
+		    const char *path, struct tlog_file **ret)
+{
+	struct tlog_ino ino;
+	int err;
+
+	err = resolve_image_path(fs, subvol, image, path, &ino);
+	if (err)
+		return err;
+	tlog_error_clear();
+	err = tlog_file_open(fs, ino.root, ino.ino, ret);
+	if (err) {
+		error_errno(err, "cannot open %s in %s", path, image);
+		return err;
+	}
+	if (!S_ISREG((*ret)->mode)) {
+		u32 mode = (*ret)->mode;
+
+		if (S_ISDIR(mode))
+			error("cannot query %s in %s (it is a directory)", path, image);
+		else if (S_ISLNK(mode))
+			error("cannot query %s in %s (it is a symlink)", path, image);
+		else
+			error("cannot query %s in %s (not a regular file)", path, image);
+		tlog_file_close(*ret);
+		*ret = NULL;
+		return S_ISDIR(mode) ? -EISDIR : -EINVAL;
 	}
 	return 0;
 }

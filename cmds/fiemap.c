@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * tlogctl fiemap: the FIEMAP answers the kernel gives for a file of the
+ * image once mounted, shown like `xfs_io -c "fiemap -v"` or as JSON.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "errctx.h"
+#include "messages.h"
+#include "open.h"
+#include "path.h"
+#include "strutil.h"
+
+static const char * const fiemap_usage[] = {
+	"tlogctl fiemap [-v] [--format json] [--subvol ID] IMAGE PATH [OFFSET [LENGTH]]",
+	"Show the extent map of a file as FIEMAP reports it",
+	"",
+	"Text output follows xfs_io's fiemap command (512-byte units, holes",
+	"shown between extents); -v gives the tabular layout of fiemap -v.",
+	"The JSON output holds the FIEMAP ioctl's own numbers in bytes, from one",
+	"request over the range with room for every extent:",
+	"{\"extents\":[{\"logical\":N,\"physical\":N,\"length\":N,\"flags\":N},...]}.",
+	"OFFSET and LENGTH take K/M/G/T suffixes; LENGTH defaults to the end.",
+	"",
+	"-v|--verbose        tabular output with block ranges, totals and flags",
+	"--subvol ID         resolve PATH from subvolume ID instead of the top level",
+	NULL
+};
+
+enum {
+	OPT_SUBVOL = GETOPT_VAL_FIRST_CMD,
+};
+
+/* xfs_io asks the kernel for this many extents per call. */
+#define XFS_IO_BATCH 32
+#define BB(bytes) ((bytes) >> 9)
+
+static int fiemap_error(int err, const char *path, const struct tlog_fiemap_request *req)
+{
+	if (err == -EBADR)
+		error("FIEMAP of %s failed (unsupported flags 0x%x)", path, req->flags);
+	else
+		error_errno(err, "FIEMAP of %s failed", path);
+	return 1;
+}
+
+/*
+ * One request with room for every extent.  Count mode (no sharing checks)
+ * gives a cheap lower bound: SHARED can only split what it merged.
+ */
+static int fiemap_all(struct tlog_file *file, u64 start, u64 length,
+		      struct tlog_fiemap_extent **ret, u32 *nr)
+{
+	struct tlog_fiemap_request req = { .start = start, .length = length };
+	struct tlog_fiemap_extent *ext = NULL;
+	u32 cap;
+	int err;
+
+	err = tlog_file_fiemap(file, &req, NULL);
+	if (err)
+		return err;
+	cap = req.mapped_extents + req.mapped_extents / 8 + 16;
+	for (;;) {
+		struct tlog_fiemap_extent *p = realloc(ext, (size_t)cap * sizeof(*ext));
+
+		if (!p) {
+			free(ext);
+			return -ENOMEM;
+		}
+		ext = p;
+		req = (struct tlog_fiemap_request){ .start = start, .length = length,
+						    .extent_count = cap };
+		err = tlog_file_fiemap(file, &req, ext);
+		if (err || req.mapped_extents < cap)
+			break;
+		cap *= 2;
+	}
+	if (err) {
+		free(ext);
+		return err;
+	}
+	*ret = ext;
+	*nr = req.mapped_extents;
+	return 0;
+}
+
+static void print_json(const struct tlog_fiemap_extent *ext, u32 nr)
+{
+	printf("{\"extents\":[");
+	for (u32 i = 0; i < nr; i++)
+		printf("%s{\"logical\":%llu,\"physical\":%llu,\"length\":%llu,\"flags\":%u}",
+		       i ? "," : "", (unsigned long long)ext[i].logical,
+		       (unsigned long long)ext[i].physical,
+		       (unsigned long long)ext[i].length, ext[i].flags);
+	printf("]}\n");
+}
+
+static int numlen(u64 v, int base)
+{
+	int n = 1;
+
+	while (v >= (u64)base) {
+		v /= base;
+		n++;
+	}
+	return n;
+}
+
+struct fiemap_text {
+	bool verbose;
+	int foff_w, boff_w, tot_w, flg_w;
+	int cur;		/* lines printed (extent numbering) */
+	u64 last_logical;	/* end of the last extent shown, bytes */
+};
+
+/* Column widths from the first batch, as xfs_io sizes its table. */
+static void size_columns(struct fiemap_text *t, const struct tlog_fiemap_extent *ext, u32 nr)
+{
+	char buf[64];
+
+	for (u32 i = 0; i < nr; i++) {
+		u64 l = BB(ext[i].logical), p = BB(ext[i].physical), n = BB(ext[i].length);
+		int w;
+
+		w = snprintf(buf, sizeof(buf), "[%llu..%llu]", (unsigned long long)l,
+			     (unsigned long long)(l + n - 1));
+		if (w > t->foff_w)
+			t->foff_w = w;
+		w = snprintf(buf, sizeof(buf), "%llu..%llu", (unsigned long long)p,
+			     (unsigned long long)(p + n - 1));
+		if (w > t->boff_w)
+			t->boff_w = w;
+		if (numlen(n, 10) > t->tot_w)
+			t->tot_w = numlen(n, 10);
+		if (numlen(ext[i].flags, 16) > t->flg_w)
+			t->flg_w = numlen(ext[i].flags, 16);
+		if (ext[i].flags & TLOG_FIEMAP_EXTENT_LAST)
+			break;
+	}
+}
+
+static void print_hole(struct fiemap_text *t, u64 from_bb, u64 to_bb)
+{
+	char lbuf[64];
+
+	snprintf(lbuf, sizeof(lbuf), "[%llu..%llu]:", (unsigned long long)from_bb,
+		 (unsigned long long)(to_bb - 1));
+	if (t->verbose)
+		printf("%4d: %-*s %-*s %*llu\n", t->cur, t->foff_w, lbuf, t->boff_w, "hole",
+		       t->tot_w, (unsigned long long)(to_bb - from_bb));
+	else
+		printf("\t%d: %s hole\n", t->cur, lbuf);
+	t->cur++;
+}
+
+static void print_extent(struct fiemap_text *t, const struct tlog_fiemap_extent *e)
+{
+	u64 l = BB(e->logical), p = BB(e->physical), n = BB(e->length);
+	char lbuf[64], bbuf[64], fbuf[16];
+
+	if (t->verbose && t->cur == 0)
+		printf("%4s: %-*s %-*s %*s %*s\n", "EXT", t->foff_w, "FILE-OFFSET",
+		       t->boff_w, "BLOCK-RANGE", t->tot_w, "TOTAL", t->flg_w, "FLAGS");
+	if (l > BB(t->last_logical))
+		print_hole(t, BB(t->last_logical), l);
+	snprintf(lbuf, sizeof(lbuf), "[%llu..%llu]:", (unsigned long long)l,
+		 (unsigned long long)(l + n - 1));
+	snprintf(bbuf, sizeof(bbuf), "%llu..%llu", (unsigned long long)p,
+		 (unsigned long long)(p + n - 1));
+	if (t->verbose) {
+		snprintf(fbuf, sizeof(fbuf), "0x%x", e->flags);
+		printf("%4d: %-*s %-*s %*llu %*s\n", t->cur, t->foff_w, lbuf, t->boff_w, bbuf,
+		       t->tot_w, (unsigned long long)n, t->flg_w, fbuf);
+	} else {
+		printf("\t%d: %s %s\n", t->cur, lbuf, bbuf);
+	}
+	t->cur++;
+	t->last_logical = e->logical + e->length;
+}
+
+/*
+ * The xfs_io walk: batches of 32 from the end of the last extent shown,
+ * until LAST or the end of the range, then the hole up to EOF.
+ */
+static int print_text(struct tlog_file *file, const char *path, u64 start, u64 length,
+		      bool verbose)
+{
+	struct fiemap_text t = { .verbose = verbose, .foff_w = 16, .boff_w = 16,
+				 .tot_w = 5, .flg_w = 5, .last_logical = start };
+	struct tlog_fiemap_extent ext[XFS_IO_BATCH];
+	u64 range_end = length > (u64)-1 - start ? (u64)-1 : start + length;
+	bool done = false;
+	int err;
+
+	printf("%s:\n", path);
+	while (!done) {
+		struct tlog_fiemap_request req = {
+			.start = t.last_logical, .length = range_end - t.last_logical,
+			.extent_count = XFS_IO_BATCH,
+		};
+
+		err = tlog_file_fiemap(file, &req, ext);
+		if (err)
+			return fiemap_error(err, path, &req);
+		if (!req.mapped_extents)
+			break;
+		if (t.cur == 0 && verbose)
+			size_columns(&t, ext, req.mapped_extents);
+		for (u32 i = 0; i < req.mapped_extents; i++) {
+			print_extent(&t, &ext[i]);
+			if ((ext[i].flags & TLOG_FIEMAP_EXTENT_LAST) || t.last_logical >= range_end) {
+				done = true;
+				break;
+			}
+		}
+	}
+	if (range_end > file->size)
+		range_end = file->size;
+	if (t.cur && t.last_logical < range_end)
+		print_hole(&t, BB(t.last_logical), BB(range_end));
+	return 0;
+}
+
+static int cmd_fiemap(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "subvol", required_argument, NULL, OPT_SUBVOL },
+		COMMON_LONG_OPTIONS,
+		{ NULL, 0, NULL, 0 }
+	};
+	struct tlog_open_opts opts = { .super_mirror = -1 };
+	struct cmd_common common = CMD_COMMON_INIT;
+	struct tlog_file *file = NULL;
+	struct tlog_fs *fs;
+	u64 subvol = 0, start = 0, length = (u64)-1;
+	bool verbose = false;
+	const char *image, *path;
+	int c, ret = 0, err;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "v", long_options, NULL)) != -1) {
+		if (handle_common_option(cmd, c, &common))
+			continue;
+		switch (c) {
+		case 'v':
+			verbose = true;
+			break;
+		case OPT_SUBVOL:
+			if (parse_subvol_arg(optarg, &subvol))
+				return 1;
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	check_argc(cmd, argc, 2, 4);
+	image = argv[optind];
+	path = argv[optind + 1];
+	if (argc - optind >= 3 && parse_u64(argv[optind + 2], true, &start)) {
+		error("invalid offset '%s'", argv[optind + 2]);
+		return 1;
+	}
+	if (argc - optind == 4 && parse_u64(argv[optind + 3], true, &length)) {
+		error("invalid length '%s'", argv[optind + 3]);
+		return 1;
+	}
+
+	opts.super_mirror = common.super_mirror;
+	if (open_image(image, &opts, &fs))
+		return 1;
+	if (open_image_file(fs, subvol, image, path, &file)) {
+		tlog_close(fs);
+		return 1;
+	}
+	tlog_error_clear();
+	if (common.format == OUTPUT_JSON) {
+		struct tlog_fiemap_extent *ext;
+		u32 nr;
+
+		err = fiemap_all(file, start, length, &ext, &nr);
+		if (err) {
+			struct tlog_fiemap_request req = { .flags = 0 };
+
+			ret = fiemap_error(err, path, &req);
+		} else {
+			print_json(ext, nr);
+			free(ext);
+		}
+	} else {
+		ret = print_text(file, path, start, length, verbose);
+	}
+	if (fflush(stdout) == EOF)
+		ret = 1;
+	tlog_file_close(file);
+	tlog_close(fs);
+	return ret;
+}
+
+const struct cmd_struct cmd_struct_fiemap = {
+	.name = "fiemap",
+	.fn = cmd_fiemap,
+	.usage = fiemap_usage,
+	.flags = CMD_JSON,
+};

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * FIEMAP with btrfs's answers (fiemap-seek.md section 2).
+ *
+ * Items are reported whole, in key order, from the one containing the
+ * sector-aligned start of the range; consecutive reported extents merge
+ * when logically and physically contiguous with equal flags; LAST goes on
+ * the extent reaching the end of the inode's last non-hole item; SHARED is
+ * decided per data extent from its back references and, for subvolumes
+ * that have been snapshotted, from the tree blocks above the item.
+ *
+ * The sharing check dominates the kernel's cost.  Here both trees are
+ * walked with cursors that move forward with the file, so the extent tree
+ * lookups of a whole-file map touch each extent tree leaf about once.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "errctx.h"
+#include "file.h"
+
+/* s_maxbytes of btrfs: MAX_LFS_FILESIZE */
+#define TLOG_MAX_FILE_SIZE ((u64)LLONG_MAX)
+
+struct fiemap_ctx {
+	struct tlog_file *file;
+	struct btrfs_root *extent_root;
+	struct btrfs_path extent_path;	/* cursor into the extent tree */
+	bool check_shared;
+	/* the last data extent checked, and its answer */
+	u64 last_bytenr;
+	bool last_shared;
+	/* tree blocks on the item's path already checked, per level */
+	u64 block_checked[BTRFS_MAX_LEVEL];
+	bool block_shared[BTRFS_MAX_LEVEL];
+};
+
+static u64 round_up_ss(u64 v, u32 ss)
+{
+	return (v + ss - 1) / ss * ss;
+}
+
+/* Count the references of a data extent; *@other when one names another inode. */
+struct ref_count {
+	u64 refs;
+	bool other;
+};
+
+static void count_data_ref(struct fiemap_ctx *ctx, const struct btrfs_extent_data_ref *dref,
+			   struct ref_count *rc)
+{
+	rc->refs++;
+	if (btrfs_extent_data_ref_objectid(dref) != ctx->file->ino ||
+	    btrfs_extent_data_ref_root(dref) != ctx->file->root->root_key.objectid)
+		rc->other = true;
+}
+
+static int count_inline_refs(struct fiemap_ctx *ctx, const u8 *p, u32 size,
+			     struct ref_count *rc)
+{
+	u32 cur = sizeof(struct btrfs_extent_item);
+
+	while (cur < size) {
+		u8 type = p[cur];
+
+		switch (type) {
+		case BTRFS_EXTENT_DATA_REF_KEY:
+			if (size - cur < 1 + sizeof(struct btrfs_extent_data_ref))
+				return -EUCLEAN;
+			count_data_ref(ctx, (const void *)(p + cur + 1), rc);
+			cur += 1 + sizeof(struct btrfs_extent_data_ref);
+			break;
+		case BTRFS_SHARED_DATA_REF_KEY:
+			if (size - cur < 1 + 8 + sizeof(struct btrfs_shared_data_ref))
+				return -EUCLEAN;
+			rc->refs++;
+			cur += 1 + 8 + sizeof(struct btrfs_shared_data_ref);
+			break;
+		case BTRFS_EXTENT_OWNER_REF_KEY:
+		case BTRFS_TREE_BLOCK_REF_KEY:
+		case BTRFS_SHARED_BLOCK_REF_KEY:
+			cur += 1 + 8;
+			break;
+		default:
+			return -EUCLEAN;
+		}
+	}
+	return 0;
+}
+
+/* References of the data extent at @bytenr, inline and keyed. */
+static int data_extent_refs(struct fiemap_ctx *ctx, u64 bytenr, u64 len, struct ref_count *rc)
+{
+	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
+	struct btrfs_path *path = &ctx->extent_path;
+	int ret;
+
+	memset(rc, 0, sizeof(*rc));
+	ret = btrfs_search_slot_near(ctx->extent_root, &key, path);
+	if (ret)
+		return ret < 0 ? ret : tlog_error(-EUCLEAN, "data extent %llu has no extent item",
+						  (unsigned long long)bytenr);
+	ret = count_inline_refs(ctx, btrfs_item_ptr(path->nodes[0], path->slots[0]),
+				btrfs_item_size(path->nodes[0], path->slots[0]), rc);
+	if (ret)
+		return tlog_error(ret, "extent item %llu has malformed inline references",
+				  (unsigned long long)bytenr);
+	/* keyed refs follow the extent item */
+	for (;;) {
+		ret = btrfs_next_item(ctx->extent_root, path);
+		if (ret)
+			break;
+		btrfs_item_key_to_cpu(path->nodes[0], &key, path->slots[0]);
+		if (key.objectid != bytenr)
+			break;
+		if (key.type == BTRFS_EXTENT_DATA_REF_KEY &&
+		    btrfs_item_size(path->nodes[0], path->slots[0]) >=
+		    sizeof(struct btrfs_extent_data_ref))
+			count_data_ref(ctx, btrfs_item_ptr(path->nodes[0], path->slots[0]), rc);
+		else if (key.type == BTRFS_SHARED_DATA_REF_KEY)
+			rc->refs++;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+/* Whether the tree block @bytenr at @level is referenced more than once. */
+static int tree_block_shared(struct fiemap_ctx *ctx, u64 bytenr, int level, bool *shared)
+{
+	struct tlog_fs *fs = ctx->file->fs;
+	bool skinny = fs->incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
+	struct btrfs_key key = { bytenr,
+				 skinny ? BTRFS_METADATA_ITEM_KEY : BTRFS_EXTENT_ITEM_KEY,
+				 skinny ? (u64)level : fs->nodesize };
+	struct btrfs_path path;
+	int ret;
+
+	*shared = false;
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(ctx->extent_root, &key, &path);
+	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) >=
+	    sizeof(struct btrfs_extent_item)) {
+		const struct btrfs_extent_item *ei = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+
+		*shared = btrfs_extent_item_refs(ei) > 1;
+	}
+	btrfs_release_path(&path);
+	return ret < 0 ? ret : 0;
+}
+
+/* A path block shared with another tree shares everything below it. */
+static int item_path_shared(struct fiemap_ctx *ctx, bool *shared)
+{
+	struct btrfs_path *path = &ctx->file->cur.path;
+
+	*shared = false;
+	for (int level = 0; level < BTRFS_MAX_LEVEL && path->nodes[level]; level++) {
+		u64 bytenr = path->nodes[level]->start;
+		int ret;
+
+		if (ctx->block_checked[level] != bytenr) {
+			ret = tree_block_shared(ctx, bytenr, level, &ctx->block_shared[level]);
+			if (ret)
+				return ret;
+			ctx->block_checked[level] = bytenr;
+		}
+		if (ctx->block_shared[level]) {
+			*shared = true;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+static int extent_shared(struct fiemap_ctx *ctx, const struct tlog_file_extent *ext,
+			 bool *shared)
+{
+	struct ref_count rc;
+	int ret;
+
+	if (ctx->last_bytenr == ext->disk_bytenr) {
+		*shared = ctx->last_shared;
+		return 0;
+	}
+	ret = data_extent_refs(ctx, ext->disk_bytenr, ext->disk_num_bytes, &rc);
+	if (ret)
+		return ret;
+	if (rc.other || rc.refs > 1) {
+		*shared = true;
+	} else if (ext->generation >
+		   btrfs_root_item_last_snapshot(&ctx->file->root->root_item)) {
+		/* written after the last snapshot: nobody else can see it */
+		*shared = false;
+	} else {
+		ret = item_path_shared(ctx, shared);
+		if (ret)
+			return ret;
+	}
+	ctx->last_bytenr = ext->disk_bytenr;
+	ctx->last_shared = *shared;
+	return 0;
+}
+
+/* The FIEMAP extent one item produces (before merging). */
+static int item_to_fiemap(struct fiemap_ctx *ctx, const struct tlog_file_extent *ext,
+			  struct tlog_fiemap_extent *fe)
+{
+	u32 ss = ctx->file->fs->sectorsize;
+	bool shared = false;
+	int ret;
+
+	fe->logical = ext->start;
+	if (ext->type == BTRFS_FILE_EXTENT_INLINE) {
+		fe->physical = 0;
+		fe->length = round_up_ss(ext->end, ss) - ext->start;
+		fe->flags = TLOG_FIEMAP_EXTENT_DATA_INLINE | TLOG_FIEMAP_EXTENT_NOT_ALIGNED;
+		if (ext->compression)
+			fe->flags |= TLOG_FIEMAP_EXTENT_ENCODED;
+		return 0;
+	}
+	fe->length = ext->num_bytes;
+	fe->flags = 0;
+	if (ext->compression) {
+		/* the item's offset points into decompressed data: not on disk */
+		fe->physical = ext->disk_bytenr;
+		fe->flags |= TLOG_FIEMAP_EXTENT_ENCODED;
+	} else {
+		fe->physical = ext->disk_bytenr + ext->offset;
+	}
+	if (ext->type == BTRFS_FILE_EXTENT_PREALLOC)
+		fe->flags |= TLOG_FIEMAP_EXTENT_UNWRITTEN;
+	if (ctx->check_shared) {
+		ret = extent_shared(ctx, ext, &shared);
+		if (ret)
+			return ret;
+		if (shared)
+			fe->flags |= TLOG_FIEMAP_EXTENT_SHARED;
+	}
+	return 0;
+}
+
+static bool can_merge(const struct tlog_fiemap_extent *a, const struct tlog_fiemap_extent *b)
+{
+	return a->logical + a->length == b->logical &&
+	       a->physical + a->length == b->physical &&
+	       a->flags == b->flags;
+}
+
+static int check_request(struct tlog_fiemap_request *req)
+{
+	u32 bad = req->flags & ~TLOG_FIEMAP_FLAG_SYNC;
+
+	if (bad) {
+		req->flags = bad;
+		return -EBADR;
+	}
+	if (req->extent_count > UINT_MAX / 56)
+		return -EINVAL;
+	if (req->length == 0)
+		return -EINVAL;
+	if (req->start >= TLOG_MAX_FILE_SIZE)
+		return -EFBIG;
+	if (req->length > TLOG_MAX_FILE_SIZE - req->start)
+		req->length = TLOG_MAX_FILE_SIZE - req->start;
+	return 0;
+}
+
+int tlog_file_fiemap(struct tlog_file *file, struct tlog_fiemap_request *req,
+		     struct tlog_fiemap_extent *extents)
+{
+	struct fiemap_ctx ctx = { .file = file, .check_shared = req->extent_count > 0 };
+	struct tlog_fiemap_extent pending = { 0 }, fe;
+	u32 ss = file->fs->sectorsize;
+	u64 range_start, range_end, last_end;
+	bool have_pending = false, full = false;
+	u32 mapped = 0;
+	int ret;
+
+	req->mapped_extents = 0;
+	ret = check_request(req);
+	if (ret)
+		return ret;
+	range_start = req->start / ss * ss;
+	range_end = round_up_ss(req->start + req->length, ss);
+
+	ret = tlog_file_last_extent_end(file, &last_end);
+	if (ret)
+		return ret;
+	if (ctx.check_shared) {
+		ret = btrfs_read_root(file->fs, BTRFS_EXTENT_TREE_OBJECTID, &ctx.extent_root);
+		if (ret)
+			return ret;
+		btrfs_init_path(&ctx.extent_path);
+	}
+
+	ret = tlog_file_cursor_seek(file, range_start);
+	while (ret == 0 && file->cur.ext.start < range_end) {
+		const struct tlog_file_extent *ext = &file->cur.ext;
+		bool reached_end = ext->end >= range_end;
+
+		if (!tlog_extent_is_hole(ext)) {
+			ret = item_to_fiemap(&ctx, ext, &fe);
+			if (ret)
+				break;
+			if (have_pending && can_merge(&pending, &fe)) {
+				pending.length += fe.length;
+			} else {
+				if (have_pending) {
+					/* one more to emit and no room: stop, no LAST */
+					if (req->extent_count && mapped == req->extent_count) {
+						full = true;
+						break;
+					}
+					if (req->extent_count)
+						extents[mapped] = pending;
+					mapped++;
+				}
+				pending = fe;
+				have_pending = true;
+			}
+		}
+		if (reached_end)
+			break;
+		ret = tlog_file_cursor_next(file);
+	}
+	if (ret > 0)
+		ret = 0;
+	if (ret == 0 && have_pending && !full) {
+		if (req->extent_count && mapped == req->extent_count) {
+			full = true;
+		} else {
+			if (pending.logical + pending.length >= last_end)
+				pending.flags |= TLOG_FIEMAP_EXTENT_LAST;
+			if (req->extent_count)
+				extents[mapped] = pending;
+			mapped++;
+		}
+	}
+	if (ctx.check_shared)
+		btrfs_release_path(&ctx.extent_path);
+	req->mapped_extents = mapped;
+	return ret;
+}
