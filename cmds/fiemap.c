@@ -7,11 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "errctx.h"
 #include "messages.h"
 #include "open.h"
+#include "outbuf.h"
 #include "path.h"
 #include "strutil.h"
 
@@ -88,15 +90,32 @@ static int fiemap_all(struct tlog_file *file, u64 start, u64 length,
 	return 0;
 }
 
-static void print_json(const struct tlog_fiemap_extent *ext, u32 nr)
+static int print_json(const struct tlog_fiemap_extent *ext, u32 nr)
 {
-	printf("{\"extents\":[");
-	for (u32 i = 0; i < nr; i++)
-		printf("%s{\"logical\":%llu,\"physical\":%llu,\"length\":%llu,\"flags\":%u}",
-		       i ? "," : "", (unsigned long long)ext[i].logical,
-		       (unsigned long long)ext[i].physical,
-		       (unsigned long long)ext[i].length, ext[i].flags);
-	printf("]}\n");
+	static struct outbuf ob;	/* large: not on the stack */
+	int err;
+
+	fflush(stdout);
+	outbuf_init(&ob, STDOUT_FILENO);
+	outbuf_lit(&ob, "{\"extents\":[");
+	for (u32 i = 0; i < nr; i++) {
+		if (i)
+			outbuf_lit(&ob, ",");
+		outbuf_lit(&ob, "{\"logical\":");
+		outbuf_u64(&ob, ext[i].logical);
+		outbuf_lit(&ob, ",\"physical\":");
+		outbuf_u64(&ob, ext[i].physical);
+		outbuf_lit(&ob, ",\"length\":");
+		outbuf_u64(&ob, ext[i].length);
+		outbuf_lit(&ob, ",\"flags\":");
+		outbuf_u64(&ob, ext[i].flags);
+		outbuf_lit(&ob, "}");
+	}
+	outbuf_lit(&ob, "]}\n");
+	err = outbuf_flush(&ob);
+	if (err)
+		error("cannot write the map (%s)", strerror(-err));
+	return err;
 }
 
 static int numlen(u64 v, int base)
@@ -288,7 +307,8 @@ static int cmd_fiemap(const struct cmd_struct *cmd, int argc, char **argv)
 
 			ret = fiemap_error(err, path, &req);
 		} else {
-			print_json(ext, nr);
+			if (print_json(ext, nr))
+				ret = 1;
 			free(ext);
 		}
 	} else {

@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "errctx.h"
 #include "messages.h"
 #include "open.h"
+#include "outbuf.h"
 #include "path.h"
 #include "strutil.h"
 
@@ -140,12 +142,17 @@ static int seek_walk(struct tlog_file *file, u64 offset, unsigned int want,
 /* The data map from @offset: every data segment, SEEK_DATA then SEEK_HOLE. */
 static int seek_map_json(struct tlog_file *file, u64 offset)
 {
+	static struct outbuf ob;	/* large: not on the stack */
 	u64 pos = offset, data, hole;
 	bool first = true;
 	int err;
 
 	/* streamed: a map can have millions of segments */
-	printf("{\"size\":%llu,\"map\":[", (unsigned long long)file->size);
+	fflush(stdout);
+	outbuf_init(&ob, STDOUT_FILENO);
+	outbuf_lit(&ob, "{\"size\":");
+	outbuf_u64(&ob, file->size);
+	outbuf_lit(&ob, ",\"map\":[");
 	for (;;) {
 		err = do_seek(file, pos, TLOG_SEEK_DATA, &data);
 		if (err == -ENXIO)
@@ -155,13 +162,21 @@ static int seek_map_json(struct tlog_file *file, u64 offset)
 		err = do_seek(file, data, TLOG_SEEK_HOLE, &hole);
 		if (err)
 			return err == -ENXIO ? -EUCLEAN : err;
-		printf("%s{\"data\":%llu,\"hole\":%llu}", first ? "" : ",",
-		       (unsigned long long)data, (unsigned long long)hole);
+		if (!first)
+			outbuf_lit(&ob, ",");
+		outbuf_lit(&ob, "{\"data\":");
+		outbuf_u64(&ob, data);
+		outbuf_lit(&ob, ",\"hole\":");
+		outbuf_u64(&ob, hole);
+		outbuf_lit(&ob, "}");
 		first = false;
 		pos = hole;
 	}
-	printf("]}\n");
-	return 0;
+	outbuf_lit(&ob, "]}\n");
+	err = outbuf_flush(&ob);
+	if (err)
+		error("cannot write the map (%s)", strerror(-err));
+	return err;
 }
 
 static int cmd_seek(const struct cmd_struct *cmd, int argc, char **argv)

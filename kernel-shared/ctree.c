@@ -71,32 +71,29 @@ static int bin_search(const struct extent_buffer *eb, const struct btrfs_key *ke
 	return 1;
 }
 
-/* Ask the device to start reading the children of @node that follow @slot. */
-static void reada_children(struct btrfs_root *root, struct extent_buffer *node, int slot)
+/*
+ * Prefetch below a node once per node a walk enters: its children, and for
+ * a level-1 node also start the reads of the next level-1 node's leaves so
+ * the device works while this node's leaves are being used.
+ */
+static void reada_below(struct btrfs_root *root, struct btrfs_path *path,
+			struct extent_buffer *node, int slot)
 {
-	struct tlog_fs *fs = root->fs;
-	u32 nritems = btrfs_header_nritems_eb(node);
-	u64 start = 0, end = 0;
+	int level = btrfs_header_level_eb(node);
+	const struct extent_buffer *next;
+	struct extent_buffer *parent;
 
-	for (u32 i = slot; i < nritems; i++) {
-		u64 phys;
-
-		if (btrfs_map_block(fs, btrfs_node_blockptr(node, i), fs->nodesize,
-				    &phys, 1) != 1)
-			break;
-		/* Merge contiguous children into one hint. */
-		if (end == phys) {
-			end += fs->nodesize;
-			continue;
-		}
-		if (end > start)
-			tlog_bdev_readahead(fs->bdev, start, end - start);
-		start = phys;
-		end = phys + fs->nodesize;
-	}
-	if (end > start)
-		tlog_bdev_readahead(fs->bdev, start, end - start);
-	tlog_error_clear();
+	if (!path->reada || level == 0 || path->reada_node[level] == node->start)
+		return;
+	path->reada_node[level] = node->start;
+	btrfs_prefetch_children(root->fs, node, slot, &path->reada_max, true);
+	if (level != 1 || level + 1 >= BTRFS_MAX_LEVEL || !(parent = path->nodes[level + 1]) ||
+	    path->slots[level + 1] + 1 >= (int)btrfs_header_nritems_eb(parent))
+		return;
+	next = btrfs_find_cached_block(root->fs,
+				       btrfs_node_blockptr(parent, path->slots[level + 1] + 1));
+	if (next && btrfs_header_level_eb(next) == 1)
+		btrfs_prefetch_children(root->fs, next, 0, &path->reada_max, false);
 }
 
 /* Read the child of @parent at @slot, checking what the parent says about it. */
@@ -165,8 +162,7 @@ int btrfs_search_slot(struct btrfs_root *root, const struct btrfs_key *key,
 		if (ret && slot > 0)
 			slot--;
 		path->slots[level] = slot;
-		if (path->reada && level == 1)
-			reada_children(root, eb, slot);
+		reada_below(root, path, eb, slot);
 		ret = read_child(root, eb, slot, &eb);
 		if (ret) {
 			btrfs_release_path(path);
@@ -227,8 +223,7 @@ static int descend(struct btrfs_root *root, struct btrfs_path *path, int level, 
 		struct extent_buffer *child;
 		int ret;
 
-		if (path->reada && level == 1)
-			reada_children(root, path->nodes[1], path->slots[1]);
+		reada_below(root, path, path->nodes[level], path->slots[level]);
 		ret = read_child(root, path->nodes[level], path->slots[level], &child);
 		if (ret)
 			return ret;
@@ -361,6 +356,7 @@ int btrfs_tree_iter_start(struct btrfs_root *root, struct btrfs_tree_iter *iter,
 	iter->root = root;
 	iter->max = *max;
 	iter->path.reada = true;
+	iter->path.reada_max = *max;
 	iter->ret = btrfs_search_forward(root, min, &iter->path);
 	if (iter->ret == 0)
 		iter_load(iter);

@@ -77,7 +77,9 @@ struct tlog_fs {
 struct btrfs_path {
 	struct extent_buffer *nodes[BTRFS_MAX_LEVEL];
 	int slots[BTRFS_MAX_LEVEL];
-	bool reada;			/* read ahead siblings while walking */
+	bool reada;			/* prefetch leaves while walking */
+	struct btrfs_key reada_max;	/* ...but none that start past this key */
+	u64 reada_node[BTRFS_MAX_LEVEL];	/* node last prefetched from, per level */
 };
 
 /* ---- extent buffer access ---- */
@@ -162,6 +164,16 @@ u32 btrfs_leaf_free_space(const struct tlog_fs *fs, const struct extent_buffer *
 int read_tree_block(struct tlog_fs *fs, u64 bytenr, int level, u64 generation,
 		    struct extent_buffer **ret);
 void free_extent_buffer(struct extent_buffer *eb);
+/*
+ * Bring the children of @node from @slot on into the cache with as few,
+ * large reads as their placement allows, stopping at the first child whose
+ * keys start past @max (NULL: no bound); without @wait only ask the device
+ * to start reading them.  Best effort: nothing is reported.
+ */
+void btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *node, int slot,
+			     const struct btrfs_key *max, bool wait);
+/* The cached block at @bytenr, or NULL; no reference is taken. */
+const struct extent_buffer *btrfs_find_cached_block(struct tlog_fs *fs, u64 bytenr);
 static inline void extent_buffer_get(struct extent_buffer *eb)
 {
 	eb->refs++;

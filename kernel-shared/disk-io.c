@@ -415,6 +415,132 @@ static int load_tree_block(struct tlog_fs *fs, u64 bytenr, struct extent_buffer 
 	return 0;
 }
 
+/* ---- prefetching ---- */
+
+/* Reads are merged across gaps up to this size, and capped at the second. */
+#define PREFETCH_MAX_GAP	(128U << 10)
+#define PREFETCH_MAX_READ	(4U << 20)
+#define PREFETCH_MAX_BLOCKS	1024
+
+struct prefetch_block {
+	u64 physical;
+	u64 bytenr;
+};
+
+static int cmp_prefetch_block(const void *a, const void *b)
+{
+	const struct prefetch_block *x = a, *y = b;
+
+	return x->physical < y->physical ? -1 : x->physical > y->physical;
+}
+
+/* Verify the blocks of one merged read and add the good ones to the cache. */
+static void prefetch_insert(struct tlog_fs *fs, const u8 *buf, u64 run_start,
+			    const struct prefetch_block *blocks, int nr)
+{
+	for (int i = 0; i < nr; i++) {
+		const u8 *p = buf + (blocks[i].physical - run_start);
+		struct extent_buffer *eb;
+
+		if (eb_cache_lookup(&fs->cache, blocks[i].bytenr))
+			continue;
+		/* a bad block is left for the real read to report */
+		if (btrfs_check_tree_block(fs, p, blocks[i].bytenr))
+			continue;
+		eb = malloc(sizeof(*eb) + fs->nodesize + sizeof(struct tlog_fs *));
+		if (!eb)
+			return;
+		eb->start = blocks[i].bytenr;
+		eb->len = fs->nodesize;
+		eb->refs = 0;
+		eb->hash_next = NULL;
+		memcpy(eb->data, p, fs->nodesize);
+		memcpy(eb->data + eb->len, &fs, sizeof(fs));
+		eb_cache_insert(&fs->cache, eb);
+		list_add_tail(&eb->lru, &fs->cache.lru);
+	}
+}
+
+/*
+ * The run of blocks read together from @first: physically close enough to
+ * read across the gaps, and not too large.  Returns its physical end and
+ * the first block after it in *@last.
+ */
+static u64 prefetch_run(const struct tlog_fs *fs, const struct prefetch_block *blocks,
+			int nr, int first, int *last)
+{
+	u64 start = blocks[first].physical, end = start + fs->nodesize;
+	int i = first + 1;
+
+	while (i < nr && blocks[i].physical >= end &&
+	       blocks[i].physical - end <= PREFETCH_MAX_GAP &&
+	       blocks[i].physical + fs->nodesize - start <= PREFETCH_MAX_READ) {
+		end = blocks[i].physical + fs->nodesize;
+		i++;
+	}
+	*last = i;
+	return end;
+}
+
+void btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *node, int slot,
+			     const struct btrfs_key *max, bool wait)
+{
+	u32 nritems = btrfs_header_nritems_eb(node);
+	struct prefetch_block blocks[PREFETCH_MAX_BLOCKS];
+	u8 *buf = NULL;
+	int nr = 0;
+
+	for (u32 i = slot; i < nritems && nr < PREFETCH_MAX_BLOCKS; i++) {
+		u64 bytenr = btrfs_node_blockptr(node, i), phys;
+		struct btrfs_key key;
+
+		/* children starting past @max cannot hold what the walk wants */
+		btrfs_node_key_to_cpu(node, &key, i);
+		if (max && btrfs_comp_cpu_keys(&key, max) > 0)
+			break;
+
+		if (eb_cache_lookup(&fs->cache, bytenr))
+			continue;
+		if (btrfs_map_block(fs, bytenr, fs->nodesize, &phys, 1) != 1)
+			continue;
+		blocks[nr].physical = phys;
+		blocks[nr].bytenr = bytenr;
+		nr++;
+	}
+	qsort(blocks, nr, sizeof(blocks[0]), cmp_prefetch_block);
+
+	/* Ask for every run at once, so the device works on them in parallel. */
+	for (int first = 0, last; first < nr; first = last) {
+		u64 end = prefetch_run(fs, blocks, nr, first, &last);
+
+		tlog_bdev_readahead(fs->bdev, blocks[first].physical, end - blocks[first].physical);
+	}
+	if (!wait)
+		nr = 0;
+	for (int first = 0; first < nr;) {
+		u64 start = blocks[first].physical;
+		int last;
+		u64 end = prefetch_run(fs, blocks, nr, first, &last);
+
+		if (!buf)
+			buf = malloc(PREFETCH_MAX_READ);
+		if (!buf)
+			break;
+		if (tlog_bdev_read(fs->bdev, buf, end - start, start) == 0)
+			prefetch_insert(fs, buf, start, blocks + first, last - first);
+		first = last;
+	}
+	free(buf);
+	eb_cache_shrink(&fs->cache);
+	/* failures here are not the caller's: the real reads report them */
+	tlog_error_clear();
+}
+
+const struct extent_buffer *btrfs_find_cached_block(struct tlog_fs *fs, u64 bytenr)
+{
+	return eb_cache_lookup(&fs->cache, bytenr);
+}
+
 int read_tree_block(struct tlog_fs *fs, u64 bytenr, int level, u64 generation,
 		    struct extent_buffer **ret)
 {

@@ -39,6 +39,7 @@ int tlog_file_open(struct tlog_fs *fs, struct btrfs_root *root, u64 ino,
 	file->mode = btrfs_inode_item_mode(&file->inode);
 	btrfs_init_path(&file->cur.path);
 	file->cur.path.reada = true;
+	file->cur.path.reada_max = (struct btrfs_key){ ino, BTRFS_EXTENT_DATA_KEY, (u64)-1 };
 	*ret = file;
 	return 0;
 }
@@ -137,6 +138,7 @@ int tlog_file_cursor_next(struct tlog_file *file)
 
 	if (!cur->valid)
 		return 1;
+	cur->gap_start = cur->ext.end;
 	ret = btrfs_next_item(file->root, &cur->path);
 	if (ret) {
 		cur->valid = false;
@@ -155,11 +157,16 @@ static int cursor_search(struct tlog_file *file, u64 offset)
 
 	cur->nr_searches++;
 	cur->valid = false;
+	cur->gap_start = 0;
 	ret = btrfs_search_slot(file->root, &key, &cur->path);
 	if (ret < 0)
 		return ret;
-	if (ret == 0)
-		return load_cursor_item(file);
+	if (ret == 0) {
+		ret = load_cursor_item(file);
+		/* what precedes an exact hit is unknown: no gap to trust */
+		cur->gap_start = cur->ext.start;
+		return ret;
+	}
 
 	/* The previous item may still cover @offset. */
 	ret = btrfs_prev_item(file->root, &cur->path);
@@ -169,9 +176,12 @@ static int cursor_search(struct tlog_file *file, u64 offset)
 		ret = load_cursor_item(file);
 		if (ret < 0)
 			return ret;
-		if (ret == 0 && cur->ext.end > offset)
+		if (ret == 0 && cur->ext.end > offset) {
+			cur->gap_start = cur->ext.start;
 			return 0;
+		}
 		/* Not covering: the item after it is the one we want. */
+		cur->gap_start = ret == 0 ? cur->ext.end : 0;
 		ret = btrfs_next_item(file->root, &cur->path);
 		if (ret)
 			return ret;
@@ -185,6 +195,9 @@ int tlog_file_cursor_seek(struct tlog_file *file, u64 offset)
 	struct tlog_extent_cursor *cur = &file->cur;
 	int ret;
 
+	/* In the gap just before the cached item: it is the item after @offset. */
+	if (cur->valid && cur->ext.start > offset && offset >= cur->gap_start)
+		return 0;
 	if (cur->valid && cur->ext.start <= offset) {
 		/* Forward from the cached item: the cp/tar and walk patterns. */
 		for (int i = 0; i < CURSOR_MAX_STEPS; i++) {

@@ -14,6 +14,8 @@
 #ifndef TLOG_FILE_H
 #define TLOG_FILE_H
 
+#include <sys/types.h>
+
 #include "ctree.h"
 #include "inode.h"
 
@@ -49,6 +51,12 @@ struct tlog_extent_cursor {
 	struct btrfs_path path;
 	bool valid;			/* positioned on an item of the inode */
 	struct tlog_file_extent ext;	/* the item at the cursor */
+	/*
+	 * Offsets in [gap_start, ext.start) lie in the gap before the item:
+	 * the end of the previous item, 0 when the item is the inode's first,
+	 * ext.start when that is not known.
+	 */
+	u64 gap_start;
 	u64 nr_searches;		/* root-to-leaf searches, for tests and benchmarks */
 	u64 nr_steps;			/* items stepped over */
 };
@@ -61,6 +69,7 @@ struct tlog_file {
 	u64 size;			/* i_size */
 	u32 mode;
 	struct tlog_extent_cursor cur;
+	void *read_cache;		/* file-read.c's buffers, made on first read */
 };
 
 /* Open the inode @ino of @root.  Returns 0 or -errno. */
@@ -127,5 +136,32 @@ struct tlog_fiemap_request {
  */
 int tlog_file_fiemap(struct tlog_file *file, struct tlog_fiemap_request *req,
 		     struct tlog_fiemap_extent *extents);
+
+/* ---- reading data and verifying checksums (file-read.c) ---- */
+
+/*
+ * pread(2) on the file as the mounted filesystem answers it: holes, gaps
+ * and prealloc read as zeros, compressed and inline extents are decoded,
+ * nothing at or past i_size is returned.  Returns the bytes read (short
+ * only at i_size, 0 at or past it) or -errno: -EUCLEAN with context naming
+ * the inode and file offset for a malformed or undecodable extent.
+ * Sequential reads move the file's extent cursor forward and reuse the
+ * last decompressed extent.
+ */
+ssize_t tlog_file_pread(struct tlog_file *file, void *buf, size_t len, u64 offset);
+
+/*
+ * Check the data checksums of every written extent of the file below
+ * i_size (the referenced sectors of uncompressed extents, the whole
+ * on-disk extent of compressed ones).  Inodes with NODATASUM have none to
+ * check.  Returns 0 if all match; -EBADMSG for a mismatch or -ENODATA for
+ * a sector without a checksum, with *@bad_offset set to the first file
+ * offset affected (a sector start; the extent start for compressed data);
+ * or another -errno.
+ */
+int tlog_file_verify(struct tlog_file *file, u64 *bad_offset);
+
+/* Free what reads cached in @file; tlog_file_close() calls it. */
+void tlog_file_read_release(struct tlog_file *file);
 
 #endif

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "outbuf.h"
+
+void outbuf_init(struct outbuf *ob, int fd)
+{
+	ob->fd = fd;
+	ob->err = 0;
+	ob->len = 0;
+}
+
+int outbuf_flush(struct outbuf *ob)
+{
+	size_t done = 0;
+
+	while (!ob->err && done < ob->len) {
+		ssize_t n = write(ob->fd, ob->buf + done, ob->len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			ob->err = n < 0 ? -errno : -EIO;
+		else
+			done += n;
+	}
+	ob->len = 0;
+	return ob->err;
+}
+
+/* Make room for @n more bytes (n <= OUTBUF_SIZE). */
+static void reserve(struct outbuf *ob, size_t n)
+{
+	if (ob->len + n > OUTBUF_SIZE)
+		outbuf_flush(ob);
+}
+
+void outbuf_mem(struct outbuf *ob, const char *s, size_t n)
+{
+	if (ob->len + n <= OUTBUF_SIZE) {
+		memcpy(ob->buf + ob->len, s, n);
+		ob->len += n;
+		return;
+	}
+	while (n > 0) {
+		size_t chunk = n < OUTBUF_SIZE ? n : OUTBUF_SIZE;
+
+		reserve(ob, chunk);
+		memcpy(ob->buf + ob->len, s, chunk);
+		ob->len += chunk;
+		s += chunk;
+		n -= chunk;
+	}
+}
+
+void outbuf_str(struct outbuf *ob, const char *s)
+{
+	outbuf_mem(ob, s, strlen(s));
+}
+
+/* "00".."99": two digits per division halve the work of printing numbers */
+static const char digit_pairs[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+void outbuf_u64(struct outbuf *ob, uint64_t v)
+{
+	char tmp[20];
+	int i = sizeof(tmp);
+
+	while (v >= 100) {
+		unsigned int pair = (unsigned int)(v % 100) * 2;
+
+		v /= 100;
+		tmp[--i] = digit_pairs[pair + 1];
+		tmp[--i] = digit_pairs[pair];
+	}
+	if (v >= 10) {
+		tmp[--i] = digit_pairs[v * 2 + 1];
+		tmp[--i] = digit_pairs[v * 2];
+	} else {
+		tmp[--i] = (char)('0' + v);
+	}
+	outbuf_mem(ob, tmp + i, sizeof(tmp) - i);
+}
