@@ -50,46 +50,6 @@ static int fiemap_error(int err, const char *path, const struct tlog_fiemap_requ
 	return 1;
 }
 
-/*
- * One request with room for every extent.  Count mode (no sharing checks)
- * gives a cheap lower bound: SHARED can only split what it merged.
- */
-static int fiemap_all(struct tlog_file *file, u64 start, u64 length,
-		      struct tlog_fiemap_extent **ret, u32 *nr)
-{
-	struct tlog_fiemap_request req = { .start = start, .length = length };
-	struct tlog_fiemap_extent *ext = NULL;
-	u32 cap;
-	int err;
-
-	err = tlog_file_fiemap(file, &req, NULL);
-	if (err)
-		return err;
-	cap = req.mapped_extents + req.mapped_extents / 8 + 16;
-	for (;;) {
-		struct tlog_fiemap_extent *p = realloc(ext, (size_t)cap * sizeof(*ext));
-
-		if (!p) {
-			free(ext);
-			return -ENOMEM;
-		}
-		ext = p;
-		req = (struct tlog_fiemap_request){ .start = start, .length = length,
-						    .extent_count = cap };
-		err = tlog_file_fiemap(file, &req, ext);
-		if (err || req.mapped_extents < cap)
-			break;
-		cap *= 2;
-	}
-	if (err) {
-		free(ext);
-		return err;
-	}
-	*ret = ext;
-	*nr = req.mapped_extents;
-	return 0;
-}
-
 static int print_json(const struct tlog_fiemap_extent *ext, u32 nr)
 {
 	static struct outbuf ob;	/* large: not on the stack */
@@ -301,7 +261,7 @@ static int cmd_fiemap(const struct cmd_struct *cmd, int argc, char **argv)
 		struct tlog_fiemap_extent *ext;
 		u32 nr;
 
-		err = fiemap_all(file, start, length, &ext, &nr);
+		err = tlog_file_fiemap_all(file, start, length, &ext, &nr);
 		if (err) {
 			struct tlog_fiemap_request req = { .flags = 0 };
 

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "errctx.h"
@@ -265,56 +266,68 @@ static int check_request(struct tlog_fiemap_request *req)
 	return 0;
 }
 
-int tlog_file_fiemap(struct tlog_file *file, struct tlog_fiemap_request *req,
-		     struct tlog_fiemap_extent *extents)
-{
-	struct fiemap_ctx ctx = { .file = file, .check_shared = req->extent_count > 0 };
-	struct tlog_fiemap_extent pending = { 0 }, fe;
-	u32 ss = file->fs->sectorsize;
-	u64 range_start, range_end, last_end;
-	bool have_pending = false, full = false;
-	u32 mapped = 0;
-	int ret;
+/*
+ * Where extents go: a fixed array of @cap (0: count only, the ioctl's count
+ * mode) or, with @grow, an array grown as needed (no limit).
+ */
+struct fiemap_sink {
+	struct tlog_fiemap_extent *ext;
+	u32 cap;
+	u32 mapped;
+	bool grow;
+};
 
-	req->mapped_extents = 0;
-	ret = check_request(req);
-	if (ret)
-		return ret;
-	range_start = req->start / ss * ss;
-	range_end = round_up_ss(req->start + req->length, ss);
+/* Store one extent.  1 when a fixed array is full: the walk stops there. */
+static int sink_store(struct fiemap_sink *sink, const struct tlog_fiemap_extent *fe)
+{
+	if (sink->grow && sink->mapped == sink->cap) {
+		u32 cap = sink->cap ? sink->cap * 2 : 256;
+		struct tlog_fiemap_extent *p;
+
+		if (cap < sink->cap)
+			return -EOVERFLOW;
+		p = realloc(sink->ext, (size_t)cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		sink->ext = p;
+		sink->cap = cap;
+	}
+	if (sink->cap && sink->mapped == sink->cap)
+		return 1;
+	if (sink->cap)
+		sink->ext[sink->mapped] = *fe;
+	sink->mapped++;
+	return 0;
+}
+
+/* The walk of section 2 over [range_start, range_end), into @sink. */
+static int fiemap_walk(struct fiemap_ctx *ctx, u64 range_start, u64 range_end,
+		       struct fiemap_sink *sink)
+{
+	struct tlog_file *file = ctx->file;
+	struct tlog_fiemap_extent pending = { 0 }, fe;
+	bool have_pending = false;
+	u64 last_end;
+	int ret;
 
 	ret = tlog_file_last_extent_end(file, &last_end);
 	if (ret)
 		return ret;
-	if (ctx.check_shared) {
-		ret = btrfs_read_root(file->fs, BTRFS_EXTENT_TREE_OBJECTID, &ctx.extent_root);
-		if (ret)
-			return ret;
-		btrfs_init_path(&ctx.extent_path);
-	}
-
 	ret = tlog_file_cursor_seek(file, range_start);
 	while (ret == 0 && file->cur.ext.start < range_end) {
 		const struct tlog_file_extent *ext = &file->cur.ext;
 		bool reached_end = ext->end >= range_end;
 
 		if (!tlog_extent_is_hole(ext)) {
-			ret = item_to_fiemap(&ctx, ext, &fe);
+			ret = item_to_fiemap(ctx, ext, &fe);
 			if (ret)
-				break;
+				return ret;
 			if (have_pending && can_merge(&pending, &fe)) {
 				pending.length += fe.length;
 			} else {
-				if (have_pending) {
-					/* one more to emit and no room: stop, no LAST */
-					if (req->extent_count && mapped == req->extent_count) {
-						full = true;
-						break;
-					}
-					if (req->extent_count)
-						extents[mapped] = pending;
-					mapped++;
-				}
+				/* one more to emit and no room: stop, no LAST */
+				if (have_pending && (ret = sink_store(sink, &pending)))
+					return ret < 0 ? ret : 0;
 				pending = fe;
 				have_pending = true;
 			}
@@ -323,21 +336,65 @@ int tlog_file_fiemap(struct tlog_file *file, struct tlog_fiemap_request *req,
 			break;
 		ret = tlog_file_cursor_next(file);
 	}
-	if (ret > 0)
-		ret = 0;
-	if (ret == 0 && have_pending && !full) {
-		if (req->extent_count && mapped == req->extent_count) {
-			full = true;
-		} else {
-			if (pending.logical + pending.length >= last_end)
-				pending.flags |= TLOG_FIEMAP_EXTENT_LAST;
-			if (req->extent_count)
-				extents[mapped] = pending;
-			mapped++;
-		}
+	if (ret < 0)
+		return ret;
+	if (!have_pending)
+		return 0;
+	if (pending.logical + pending.length >= last_end)
+		pending.flags |= TLOG_FIEMAP_EXTENT_LAST;
+	ret = sink_store(sink, &pending);
+	return ret < 0 ? ret : 0;
+}
+
+static int fiemap_run(struct tlog_file *file, struct tlog_fiemap_request *req,
+		      struct fiemap_sink *sink, bool check_shared)
+{
+	struct fiemap_ctx ctx = { .file = file, .check_shared = check_shared };
+	u32 ss = file->fs->sectorsize;
+	int ret;
+
+	ret = check_request(req);
+	if (ret)
+		return ret;
+	if (check_shared) {
+		ret = btrfs_read_root(file->fs, BTRFS_EXTENT_TREE_OBJECTID, &ctx.extent_root);
+		if (ret)
+			return ret;
+		btrfs_init_path(&ctx.extent_path);
+		/* data extent items come in bytenr order as the file goes on */
+		ctx.extent_path.reada = true;
+		ctx.extent_path.reada_max = (struct btrfs_key){ (u64)-1, (u8)-1, (u64)-1 };
 	}
-	if (ctx.check_shared)
+	ret = fiemap_walk(&ctx, req->start / ss * ss,
+			  round_up_ss(req->start + req->length, ss), sink);
+	if (check_shared)
 		btrfs_release_path(&ctx.extent_path);
-	req->mapped_extents = mapped;
+	req->mapped_extents = sink->mapped;
 	return ret;
+}
+
+int tlog_file_fiemap(struct tlog_file *file, struct tlog_fiemap_request *req,
+		     struct tlog_fiemap_extent *extents)
+{
+	struct fiemap_sink sink = { .ext = extents, .cap = req->extent_count };
+
+	req->mapped_extents = 0;
+	return fiemap_run(file, req, &sink, req->extent_count > 0);
+}
+
+int tlog_file_fiemap_all(struct tlog_file *file, u64 start, u64 length,
+			 struct tlog_fiemap_extent **ret, u32 *nr)
+{
+	struct tlog_fiemap_request req = { .start = start, .length = length };
+	struct fiemap_sink sink = { .grow = true };
+	int err;
+
+	err = fiemap_run(file, &req, &sink, true);
+	if (err) {
+		free(sink.ext);
+		return err;
+	}
+	*ret = sink.ext;
+	*nr = sink.mapped;
+	return 0;
 }
