@@ -136,6 +136,13 @@ struct tlog_fiemap_request {
  */
 int tlog_file_fiemap(struct tlog_file *file, struct tlog_fiemap_request *req,
 		     struct tlog_fiemap_extent *extents);
+/*
+ * FIEMAP of [@start, @start + @length) with room for every extent: the
+ * answer of one request whose fm_extent_count is large enough.  *@ret is
+ * allocated (free() it).
+ */
+int tlog_file_fiemap_all(struct tlog_file *file, u64 start, u64 length,
+			 struct tlog_fiemap_extent **ret, u32 *nr);
 
 /* ---- reading data and verifying checksums (file-read.c) ---- */
 
