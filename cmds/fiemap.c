@@ -172,10 +172,9 @@ static int print_text(struct tlog_file *file, const char *path, u64 start, u64 l
 				 .tot_w = 5, .flg_w = 5, .last_logical = start };
 	struct tlog_fiemap_extent ext[XFS_IO_BATCH];
 	u64 range_end = length > (u64)-1 - start ? (u64)-1 : start + length;
-	bool done = false;
+	bool done = false, named = false;
 	int err;
 
-	printf("%s:\n", path);
 	while (!done) {
 		struct tlog_fiemap_request req = {
 			.start = t.last_logical, .length = range_end - t.last_logical,
@@ -185,6 +184,11 @@ static int print_text(struct tlog_file *file, const char *path, u64 start, u64 l
 		err = tlog_file_fiemap(file, &req, ext);
 		if (err)
 			return fiemap_error(err, path, &req);
+		/* the name goes out once the request is known to be valid */
+		if (!named) {
+			printf("%s:\n", path);
+			named = true;
+		}
 		if (!req.mapped_extents)
 			break;
 		if (t.cur == 0 && verbose)
