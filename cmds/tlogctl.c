@@ -18,6 +18,8 @@ static const struct cmd_struct *const commands[] = {
 	&cmd_struct_stat,
 	&cmd_struct_fiemap,
 	&cmd_struct_seek,
+	&cmd_struct_cat,
+	&cmd_struct_export,
 	NULL,
 };
 

@@ -48,6 +48,7 @@ void tlog_file_close(struct tlog_file *file)
 {
 	if (!file)
 		return;
+	tlog_file_read_release(file);
 	btrfs_release_path(&file->cur.path);
 	free(file);
 }

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * tlogctl cat: the bytes of a file of the image on standard output, as a
+ * read of the mounted file returns them.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "errctx.h"
+#include "messages.h"
+#include "open.h"
+#include "path.h"
+
+static const char * const cat_usage[] = {
+	"tlogctl cat [--subvol ID] IMAGE PATH",
+	"Write the contents of a file of the image to standard output",
+	"",
+	"The bytes are those a read of the mounted file returns: holes and",
+	"preallocated ranges read as zeros, compressed and inline extents are",
+	"decoded, nothing past the file size is written.  Data checksums are",
+	"not checked (tlogctl export --verify does that).  A reader that closes",
+	"the pipe early ends the output quietly.",
+	"",
+	"--subvol ID         resolve PATH from subvolume ID instead of the top level",
+	NULL
+};
+
+enum {
+	OPT_SUBVOL = GETOPT_VAL_FIRST_CMD,
+};
+
+/* Large reads: a sequential reader costs one pass over the extent items. */
+#define CAT_BUF_SIZE (1024 * 1024)
+
+/* write(2) all of @buf; 0 or -errno. */
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Copy the file to @fd.  Prints the error; 0, -EPIPE (reader gone) or -errno. */
+static int cat_file(struct tlog_file *file, int fd, const char *path, const char *image)
+{
+	u8 *buf = malloc(CAT_BUF_SIZE);
+	u64 pos = 0;
+	int err = 0;
+
+	if (!buf) {
+		error("cannot read %s in %s (%s)", path, image, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t n = tlog_file_pread(file, buf, CAT_BUF_SIZE, pos);
+
+		if (n < 0) {
+			err = (int)n;
+			error_errno(err, "cannot read %s in %s", path, image);
+			break;
+		}
+		if (n == 0)
+			break;
+		err = write_all(fd, buf, n);
+		if (err) {
+			if (err != -EPIPE)
+				error("cannot write to standard output (%s)", strerror(-err));
+			break;
+		}
+		pos += n;
+	}
+	free(buf);
+	return err;
+}
+
+static int cmd_cat(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "subvol", required_argument, NULL, OPT_SUBVOL },
+		COMMON_LONG_OPTIONS,
+		{ NULL, 0, NULL, 0 }
+	};
+	struct tlog_open_opts opts = { .super_mirror = -1 };
+	struct cmd_common common = CMD_COMMON_INIT;
+	struct tlog_file *file = NULL;
+	struct tlog_fs *fs;
+	const char *image, *path;
+	u64 subvol = 0;
+	int c, err;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
+		if (handle_common_option(cmd, c, &common))
+			continue;
+		switch (c) {
+		case OPT_SUBVOL:
+			if (parse_subvol_arg(optarg, &subvol))
+				return 1;
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	check_argc(cmd, argc, 2, 2);
+	image = argv[optind];
+	path = argv[optind + 1];
+
+	/* a closed pipe shows up as EPIPE from write(), handled quietly */
+	signal(SIGPIPE, SIG_IGN);
+	opts.super_mirror = common.super_mirror;
+	if (open_image(image, &opts, &fs))
+		return 1;
+	if (open_image_file(fs, subvol, image, path, &file)) {
+		tlog_close(fs);
+		return 1;
+	}
+	tlog_error_clear();
+	err = cat_file(file, STDOUT_FILENO, path, image);
+	tlog_file_close(file);
+	tlog_close(fs);
+	return err && err != -EPIPE ? 1 : 0;
+}
+
+const struct cmd_struct cmd_struct_cat = {
+	.name = "cat",
+	.fn = cmd_cat,
+	.usage = cat_usage,
+};
