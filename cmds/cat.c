@@ -17,7 +17,7 @@
 #include "path.h"
 
 static const char * const cat_usage[] = {
-	"tlogctl cat [--subvol ID] IMAGE PATH",
+	"tlogctl cat IMAGE PATH",
 	"Write the contents of a file of the image to standard output",
 	"",
 	"The bytes are those a read of the mounted file returns: holes and",
@@ -26,12 +26,7 @@ static const char * const cat_usage[] = {
 	"not checked (tlogctl export --verify does that).  A reader that closes",
 	"the pipe early ends the output quietly.",
 	"",
-	"--subvol ID         resolve PATH from subvolume ID instead of the top level",
 	NULL
-};
-
-enum {
-	OPT_SUBVOL = GETOPT_VAL_FIRST_CMD,
 };
 
 /* Large reads: a sequential reader costs one pass over the extent items. */
@@ -92,16 +87,13 @@ static int cat_file(struct tlog_file *file, int fd, const char *path, const char
 static int cmd_cat(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option long_options[] = {
-		{ "subvol", required_argument, NULL, OPT_SUBVOL },
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1 };
 	struct cmd_common common = CMD_COMMON_INIT;
 	struct tlog_file *file = NULL;
 	struct tlog_fs *fs;
 	const char *image, *path;
-	u64 subvol = 0;
 	int c, err;
 
 	optind = 1;
@@ -109,10 +101,6 @@ static int cmd_cat(const struct cmd_struct *cmd, int argc, char **argv)
 		if (handle_common_option(cmd, c, &common))
 			continue;
 		switch (c) {
-		case OPT_SUBVOL:
-			if (parse_subvol_arg(optarg, &subvol))
-				return 1;
-			break;
 		default:
 			usage_unknown_option(cmd, argv);
 		}
@@ -123,13 +111,8 @@ static int cmd_cat(const struct cmd_struct *cmd, int argc, char **argv)
 
 	/* a closed pipe shows up as EPIPE from write(), handled quietly */
 	signal(SIGPIPE, SIG_IGN);
-	opts.super_mirror = common.super_mirror;
-	if (open_image(image, &opts, &fs))
+	if (cmd_open_file(&common, image, path, &fs, &file))
 		return 1;
-	if (open_image_file(fs, subvol, image, path, &file)) {
-		tlog_close(fs);
-		return 1;
-	}
 	tlog_error_clear();
 	err = cat_file(file, STDOUT_FILENO, path, image);
 	tlog_file_close(file);
@@ -141,4 +124,5 @@ const struct cmd_struct cmd_struct_cat = {
 	.name = "cat",
 	.fn = cmd_cat,
 	.usage = cat_usage,
+	.flags = CMD_PATH,
 };

@@ -20,7 +20,7 @@
 #include "path.h"
 
 static const char * const export_usage[] = {
-	"tlogctl export [--verify] [-f] [--subvol ID] IMAGE PATH DEST",
+	"tlogctl export [--verify] [-f] IMAGE PATH DEST",
 	"Copy a file out of the image, keeping its holes",
 	"",
 	"DEST receives the bytes a read of the mounted file returns.  Only the",
@@ -32,13 +32,11 @@ static const char * const export_usage[] = {
 	"-f|--force          overwrite DEST if it exists",
 	"--verify            check the data checksums first; a mismatch fails",
 	"                    before DEST is created",
-	"--subvol ID         resolve PATH from subvolume ID instead of the top level",
 	NULL
 };
 
 enum {
-	OPT_SUBVOL = GETOPT_VAL_FIRST_CMD,
-	OPT_VERIFY,
+	OPT_VERIFY = GETOPT_VAL_FIRST_CMD,
 };
 
 #define EXPORT_BUF_SIZE		(1024 * 1024)
@@ -282,16 +280,13 @@ static int cmd_export(const struct cmd_struct *cmd, int argc, char **argv)
 	static const struct option long_options[] = {
 		{ "force", no_argument, NULL, 'f' },
 		{ "verify", no_argument, NULL, OPT_VERIFY },
-		{ "subvol", required_argument, NULL, OPT_SUBVOL },
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1 };
 	struct cmd_common common = CMD_COMMON_INIT;
 	struct export_ctx x = { .fd = -1 };
 	bool verify = false, force = false;
 	struct tlog_fs *fs;
-	u64 subvol = 0;
 	int c, err;
 
 	optind = 1;
@@ -305,10 +300,6 @@ static int cmd_export(const struct cmd_struct *cmd, int argc, char **argv)
 		case OPT_VERIFY:
 			verify = true;
 			break;
-		case OPT_SUBVOL:
-			if (parse_subvol_arg(optarg, &subvol))
-				return 1;
-			break;
 		default:
 			usage_unknown_option(cmd, argv);
 		}
@@ -318,13 +309,8 @@ static int cmd_export(const struct cmd_struct *cmd, int argc, char **argv)
 	x.path = argv[optind + 1];
 	x.dest = argv[optind + 2];
 
-	opts.super_mirror = common.super_mirror;
-	if (open_image(x.image, &opts, &fs))
+	if (cmd_open_file(&common, x.image, x.path, &fs, &x.file))
 		return 1;
-	if (open_image_file(fs, subvol, x.image, x.path, &x.file)) {
-		tlog_close(fs);
-		return 1;
-	}
 	tlog_error_clear();
 	err = export_file(&x, verify, force);
 	free(x.buf);
@@ -337,4 +323,5 @@ const struct cmd_struct cmd_struct_export = {
 	.name = "export",
 	.fn = cmd_export,
 	.usage = export_usage,
+	.flags = CMD_PATH,
 };

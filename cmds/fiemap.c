@@ -18,7 +18,7 @@
 #include "strutil.h"
 
 static const char * const fiemap_usage[] = {
-	"tlogctl fiemap [-v] [--format json] [--subvol ID] IMAGE PATH [OFFSET [LENGTH]]",
+	"tlogctl fiemap [-v] [--format json] IMAGE PATH [OFFSET [LENGTH]]",
 	"Show the extent map of a file as FIEMAP reports it",
 	"",
 	"Text output follows xfs_io's fiemap command (512-byte units, holes",
@@ -29,12 +29,7 @@ static const char * const fiemap_usage[] = {
 	"OFFSET and LENGTH take K/M/G/T suffixes; LENGTH defaults to the end.",
 	"",
 	"-v|--verbose        tabular output with block ranges, totals and flags",
-	"--subvol ID         resolve PATH from subvolume ID instead of the top level",
 	NULL
-};
-
-enum {
-	OPT_SUBVOL = GETOPT_VAL_FIRST_CMD,
 };
 
 /* xfs_io asks the kernel for this many extents per call. */
@@ -212,15 +207,13 @@ static int cmd_fiemap(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option long_options[] = {
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "subvol", required_argument, NULL, OPT_SUBVOL },
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1 };
 	struct cmd_common common = CMD_COMMON_INIT;
 	struct tlog_file *file = NULL;
 	struct tlog_fs *fs;
-	u64 subvol = 0, start = 0, length = (u64)-1;
+	u64 start = 0, length = (u64)-1;
 	bool verbose = false;
 	const char *image, *path;
 	int c, ret = 0, err;
@@ -232,10 +225,6 @@ static int cmd_fiemap(const struct cmd_struct *cmd, int argc, char **argv)
 		switch (c) {
 		case 'v':
 			verbose = true;
-			break;
-		case OPT_SUBVOL:
-			if (parse_subvol_arg(optarg, &subvol))
-				return 1;
 			break;
 		default:
 			usage_unknown_option(cmd, argv);
@@ -253,13 +242,8 @@ static int cmd_fiemap(const struct cmd_struct *cmd, int argc, char **argv)
 		return 1;
 	}
 
-	opts.super_mirror = common.super_mirror;
-	if (open_image(image, &opts, &fs))
+	if (cmd_open_file(&common, image, path, &fs, &file))
 		return 1;
-	if (open_image_file(fs, subvol, image, path, &file)) {
-		tlog_close(fs);
-		return 1;
-	}
 	tlog_error_clear();
 	if (common.format == OUTPUT_JSON) {
 		struct tlog_fiemap_extent *ext;
@@ -289,5 +273,5 @@ const struct cmd_struct cmd_struct_fiemap = {
 	.name = "fiemap",
 	.fn = cmd_fiemap,
 	.usage = fiemap_usage,
-	.flags = CMD_JSON,
+	.flags = CMD_JSON | CMD_PATH,
 };

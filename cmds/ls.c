@@ -20,7 +20,7 @@
 #include "path.h"
 
 static const char * const ls_usage[] = {
-	"tlogctl ls [-l] [-i] [-d] [--subvol ID] [--format json] IMAGE [PATH]",
+	"tlogctl ls [-l] [-i] [-d] [--format json] IMAGE [PATH]",
 	"List a directory of a btrfs image",
 	"",
 	"Entries are sorted by name.  PATH is absolute from the top-level",
@@ -30,12 +30,7 @@ static const char * const ls_usage[] = {
 	"-l|--long           mode, links, owner, group, size, mtime (and symlink targets)",
 	"-i|--inode          show inode numbers",
 	"-d|--directory      list the directory itself, not its entries",
-	"--subvol ID         resolve PATH from subvolume ID instead of the top level",
 	NULL
-};
-
-enum {
-	OPT_SUBVOL = GETOPT_VAL_FIRST_CMD,
 };
 
 struct ls_entry {
@@ -186,11 +181,9 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 		{ "long", no_argument, NULL, 'l' },
 		{ "inode", no_argument, NULL, 'i' },
 		{ "directory", no_argument, NULL, 'd' },
-		{ "subvol", required_argument, NULL, OPT_SUBVOL },
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1 };
 	struct cmd_common common = CMD_COMMON_INIT;
 	struct ls_opts o = { 0 };
 	struct ls_list list = { 0 };
@@ -200,7 +193,6 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 	json_object *jarr = NULL;
 	const char *path = "/";
 	bool self = false;
-	u64 subvol = 0;
 	int c, ret = 0, err;
 
 	optind = 1;
@@ -217,10 +209,6 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 		case 'd':
 			self = true;
 			break;
-		case OPT_SUBVOL:
-			if (parse_subvol_arg(optarg, &subvol))
-				return 1;
-			break;
 		default:
 			usage_unknown_option(cmd, argv);
 		}
@@ -230,13 +218,8 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 		path = argv[optind + 1];
 	o.json = common.format == OUTPUT_JSON;
 
-	opts.super_mirror = common.super_mirror;
-	if (open_image(argv[optind], &opts, &fs))
+	if (cmd_open_path(&common, argv[optind], path, &fs, &dir))
 		return 1;
-	if (resolve_image_path(fs, subvol, argv[optind], path, &dir)) {
-		tlog_close(fs);
-		return 1;
-	}
 	err = btrfs_read_inode(dir.root, dir.ino, &inode);
 	if (err) {
 		error_errno(err, "cannot read %s", path);
@@ -290,5 +273,5 @@ const struct cmd_struct cmd_struct_ls = {
 	.name = "ls",
 	.fn = cmd_ls,
 	.usage = ls_usage,
-	.flags = CMD_JSON,
+	.flags = CMD_JSON | CMD_PATH,
 };

@@ -17,7 +17,7 @@
 #include "strutil.h"
 
 static const char * const seek_usage[] = {
-	"tlogctl seek [-s] [--format json] [--subvol ID] IMAGE PATH (-d|-h|-a) [-r] OFFSET",
+	"tlogctl seek [-s] [--format json] IMAGE PATH (-d|-h|-a) [-r] OFFSET",
 	"Find data and holes in a file as SEEK_DATA and SEEK_HOLE report them",
 	"",
 	"Text output follows xfs_io's seek command.  With -a -r the JSON output",
@@ -32,12 +32,7 @@ static const char * const seek_usage[] = {
 	"-a|--all            both the next data and the next hole",
 	"-r|--recursive      all remaining data and/or holes after OFFSET",
 	"-s|--start          also print the offset each search started from",
-	"--subvol ID         resolve PATH from subvolume ID instead of the top level",
 	NULL
-};
-
-enum {
-	OPT_SUBVOL = GETOPT_VAL_FIRST_CMD,
 };
 
 #define WANT_DATA	(1U << 0)
@@ -187,17 +182,15 @@ static int cmd_seek(const struct cmd_struct *cmd, int argc, char **argv)
 		{ "all", no_argument, NULL, 'a' },
 		{ "recursive", no_argument, NULL, 'r' },
 		{ "start", no_argument, NULL, 's' },
-		{ "subvol", required_argument, NULL, OPT_SUBVOL },
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1 };
 	struct cmd_common common = CMD_COMMON_INIT;
 	struct seek_out o = { 0 };
 	struct tlog_file *file = NULL;
 	struct tlog_fs *fs;
 	unsigned int want = 0;
-	u64 subvol = 0, offset;
+	u64 offset;
 	const char *image, *path;
 	int c, ret = 0, err;
 
@@ -221,10 +214,6 @@ static int cmd_seek(const struct cmd_struct *cmd, int argc, char **argv)
 		case 's':
 			o.startflag = true;
 			break;
-		case OPT_SUBVOL:
-			if (parse_subvol_arg(optarg, &subvol))
-				return 1;
-			break;
 		default:
 			usage_unknown_option(cmd, argv);
 		}
@@ -241,13 +230,8 @@ static int cmd_seek(const struct cmd_struct *cmd, int argc, char **argv)
 		return 1;
 	}
 
-	opts.super_mirror = common.super_mirror;
-	if (open_image(image, &opts, &fs))
+	if (cmd_open_file(&common, image, path, &fs, &file))
 		return 1;
-	if (open_image_file(fs, subvol, image, path, &file)) {
-		tlog_close(fs);
-		return 1;
-	}
 	tlog_error_clear();
 	o.json = common.format == OUTPUT_JSON;
 	if (o.json && (want & WANT_ALL) && (want & WANT_DATA) && (want & WANT_HOLE)) {
@@ -280,5 +264,5 @@ const struct cmd_struct cmd_struct_seek = {
 	.name = "seek",
 	.fn = cmd_seek,
 	.usage = seek_usage,
-	.flags = CMD_JSON,
+	.flags = CMD_JSON | CMD_PATH,
 };

@@ -17,19 +17,14 @@
 #include "path.h"
 
 static const char * const stat_usage[] = {
-	"tlogctl stat [--subvol ID] [--format json] IMAGE PATH",
+	"tlogctl stat [--format json] IMAGE PATH",
 	"Show the inode at PATH in a btrfs image",
 	"",
 	"Size, blocks, links, mode, owner and times are those stat(2) reports on",
 	"the mounted filesystem; the subvolume, inode generation, transid and",
 	"btrfs inode flags are shown too.",
 	"",
-	"--subvol ID         resolve PATH from subvolume ID instead of the top level",
 	NULL
-};
-
-enum {
-	OPT_SUBVOL = GETOPT_VAL_FIRST_CMD,
 };
 
 static void print_time(const char *label, const struct btrfs_timespec *ts)
@@ -80,18 +75,15 @@ static void print_stat_text(const char *path, const struct tlog_ino *ino,
 static int cmd_stat(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option long_options[] = {
-		{ "subvol", required_argument, NULL, OPT_SUBVOL },
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1 };
 	struct cmd_common common = CMD_COMMON_INIT;
 	struct btrfs_inode_item inode;
 	struct tlog_fs *fs;
 	struct tlog_ino ino;
 	char target[4096];
 	int c, ret = 0, err, tlen = -1;
-	u64 subvol = 0;
 	const char *path;
 
 	optind = 1;
@@ -99,10 +91,6 @@ static int cmd_stat(const struct cmd_struct *cmd, int argc, char **argv)
 		if (handle_common_option(cmd, c, &common))
 			continue;
 		switch (c) {
-		case OPT_SUBVOL:
-			if (parse_subvol_arg(optarg, &subvol))
-				return 1;
-			break;
 		default:
 			usage_unknown_option(cmd, argv);
 		}
@@ -110,13 +98,8 @@ static int cmd_stat(const struct cmd_struct *cmd, int argc, char **argv)
 	check_argc(cmd, argc, 2, 2);
 	path = argv[optind + 1];
 
-	opts.super_mirror = common.super_mirror;
-	if (open_image(argv[optind], &opts, &fs))
+	if (cmd_open_path(&common, argv[optind], path, &fs, &ino))
 		return 1;
-	if (resolve_image_path(fs, subvol, argv[optind], path, &ino)) {
-		tlog_close(fs);
-		return 1;
-	}
 	err = btrfs_read_inode(ino.root, ino.ino, &inode);
 	if (err) {
 		error_errno(err, "cannot read %s", path);
@@ -146,5 +129,5 @@ const struct cmd_struct cmd_struct_stat = {
 	.name = "stat",
 	.fn = cmd_stat,
 	.usage = stat_usage,
-	.flags = CMD_JSON,
+	.flags = CMD_JSON | CMD_PATH,
 };

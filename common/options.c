@@ -5,6 +5,7 @@
 
 #include "messages.h"
 #include "options.h"
+#include "strutil.h"
 
 void print_usage(const struct cmd_struct *cmd, bool full)
 {
@@ -22,6 +23,8 @@ void print_usage(const struct cmd_struct *cmd, bool full)
 	fprintf(out, "\n    --help                show this help\n");
 	if (cmd->flags & CMD_JSON)
 		fprintf(out, "    --format text|json    output format (default: text)\n");
+	if (cmd->flags & CMD_PATH)
+		fprintf(out, "    --subvol ID           resolve PATH from subvolume ID instead of the top level\n");
 	fprintf(out, "    --super N             use superblock copy N (0, 1, 2) instead of the newest valid one\n");
 }
 
@@ -45,6 +48,8 @@ void usage_unknown_option(const struct cmd_struct *cmd, char **argv)
 
 bool handle_common_option(const struct cmd_struct *cmd, int c, struct cmd_common *common)
 {
+	uint64_t subvol;
+
 	switch (c) {
 	case GETOPT_VAL_HELP:
 		usage(cmd, 0);
@@ -57,6 +62,17 @@ bool handle_common_option(const struct cmd_struct *cmd, int c, struct cmd_common
 			error("invalid output format '%s' (use text or json)", optarg);
 			exit(1);
 		}
+		return true;
+	case GETOPT_VAL_SUBVOL:
+		if (!(cmd->flags & CMD_PATH)) {
+			error("%s does not take --subvol", cmd->name);
+			exit(1);
+		}
+		if (parse_u64(optarg, false, &subvol)) {
+			error("invalid subvolume id '%s'", optarg);
+			exit(1);
+		}
+		common->subvol = subvol;
 		return true;
 	case GETOPT_VAL_SUPER: {
 		char *end;

@@ -19,6 +19,7 @@
 #define CMD_JSON	(1U << 0)	/* takes --format json */
 #define CMD_WRITES	(1U << 1)	/* may modify the image */
 #define CMD_HIDDEN	(1U << 2)	/* not listed in "help" */
+#define CMD_PATH	(1U << 3)	/* resolves paths inside the image: --subvol */
 
 struct cmd_struct {
 	const char *name;
@@ -32,21 +33,24 @@ enum {
 	GETOPT_VAL_HELP = 0x1000,
 	GETOPT_VAL_FORMAT,
 	GETOPT_VAL_SUPER,
+	GETOPT_VAL_SUBVOL,
 	GETOPT_VAL_FIRST_CMD,	/* commands number their long-only options from here */
 };
 
 #define COMMON_LONG_OPTIONS				\
 	{ "help", no_argument, NULL, GETOPT_VAL_HELP },	\
 	{ "format", required_argument, NULL, GETOPT_VAL_FORMAT },	\
-	{ "super", required_argument, NULL, GETOPT_VAL_SUPER }
+	{ "super", required_argument, NULL, GETOPT_VAL_SUPER },	\
+	{ "subvol", required_argument, NULL, GETOPT_VAL_SUBVOL }
 
 /* Settings from the common options. */
 struct cmd_common {
 	enum output_format format;
 	int super_mirror;	/* --super N, -1 when not given */
+	unsigned long long subvol;	/* --subvol ID, 0 for the top level */
 };
 
-#define CMD_COMMON_INIT { .format = OUTPUT_TEXT, .super_mirror = -1 }
+#define CMD_COMMON_INIT { .format = OUTPUT_TEXT, .super_mirror = -1, .subvol = 0 }
 
 /*
  * Handle a common option returned by getopt_long.  Returns true if @c was

@@ -4,7 +4,8 @@
 
 #include "errctx.h"
 #include "messages.h"
-#include "strutil.h"
+#include "open.h"
+#include "options.h"
 #include "path.h"
 
 int resolve_image_path(struct tlog_fs *fs, u64 subvol, const char *image,
@@ -32,15 +33,6 @@ int resolve_image_path(struct tlog_fs *fs, u64 subvol, const char *image,
 	if (err)
 		error_errno(err, "cannot find %s in %s", path, image);
 	return err;
-}
-
-int parse_subvol_arg(const char *arg, u64 *ret)
-{
-	if (parse_u64(arg, false, ret)) {
-		error("invalid subvolume id '%s'", arg);
-		return -EINVAL;
-	}
-	return 0;
 }
 
 int open_image_file(struct tlog_fs *fs, u64 subvol, const char *image,
@@ -72,4 +64,41 @@ int open_image_file(struct tlog_fs *fs, u64 subvol, const char *image,
 		return S_ISDIR(mode) ? -EISDIR : -EINVAL;
 	}
 	return 0;
+}
+
+static int open_fs(const struct cmd_common *common, const char *image, struct tlog_fs **fs)
+{
+	struct tlog_open_opts opts = { .super_mirror = common->super_mirror };
+
+	return open_image(image, &opts, fs);
+}
+
+int cmd_open_path(const struct cmd_common *common, const char *image, const char *path,
+		  struct tlog_fs **fs, struct tlog_ino *ino)
+{
+	int err = open_fs(common, image, fs);
+
+	if (err)
+		return err;
+	err = resolve_image_path(*fs, common->subvol, image, path, ino);
+	if (err) {
+		tlog_close(*fs);
+		*fs = NULL;
+	}
+	return err;
+}
+
+int cmd_open_file(const struct cmd_common *common, const char *image, const char *path,
+		  struct tlog_fs **fs, struct tlog_file **file)
+{
+	int err = open_fs(common, image, fs);
+
+	if (err)
+		return err;
+	err = open_image_file(*fs, common->subvol, image, path, file);
+	if (err) {
+		tlog_close(*fs);
+		*fs = NULL;
+	}
+	return err;
 }

@@ -13,8 +13,18 @@
 int resolve_image_path(struct tlog_fs *fs, u64 subvol, const char *image,
 		       const char *path, struct tlog_ino *ret);
 
-/* Parse the argument of --subvol; prints an error and returns -EINVAL. */
-int parse_subvol_arg(const char *arg, u64 *ret);
+struct cmd_common;
+
+/*
+ * What every path command does first: open @image as the common options
+ * say (--super) and resolve @path (from --subvol).  On failure one error
+ * line is printed, nothing is left open, and -errno is returned.
+ */
+int cmd_open_path(const struct cmd_common *common, const char *image, const char *path,
+		  struct tlog_fs **fs, struct tlog_ino *ino);
+/* The same, opening @path as a regular file for queries. */
+int cmd_open_file(const struct cmd_common *common, const char *image, const char *path,
+		  struct tlog_fs **fs, struct tlog_file **file);
 
 /*
  * Resolve @path and open it as a regular file for queries.  Directories,

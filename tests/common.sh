@@ -131,3 +131,15 @@ same_file() {
 		return 1
 	fi
 }
+
+# expect_error TEXT CMD...: CMD exits 1 with exactly one "tlogctl: ERROR:"
+# line, which mentions TEXT (a grep pattern); no crash, no hang.
+expect_error() {
+	local text="$1"; shift
+	run_nocrash "$TMP/r" "$@" || fail "crash: $*"
+	[ "$(cat "$TMP/r.rc")" = 1 ] || { cat "$TMP/r.err"; fail "exit $(cat "$TMP/r.rc"), expected 1: $*"; }
+	grep -q "^tlogctl: ERROR: .*$text" "$TMP/r.err" || {
+		cat "$TMP/r.err"; fail "no error mentioning '$text': $*"; }
+	[ "$(grep -c '^tlogctl: ERROR:' "$TMP/r.err")" -eq 1 ] || {
+		cat "$TMP/r.err"; fail "more than one error line: $*"; }
+}

@@ -7,17 +7,6 @@
 . "$(dirname "$0")/../common.sh"
 need_cmd mkfs.btrfs sha256sum python3 cmp
 
-# expect_error TEXT CMD...: exit 1, exactly one "tlogctl: ERROR:" line containing TEXT
-expect_error() {
-	local text="$1"; shift
-	run_nocrash "$TMP/r" "$@" || fail "crash: $*"
-	[ "$(cat "$TMP/r.rc")" = 1 ] || { cat "$TMP/r.err"; fail "exit $(cat "$TMP/r.rc"), expected 1: $*"; }
-	grep -q "^tlogctl: ERROR: .*$text" "$TMP/r.err" || {
-		cat "$TMP/r.err"; fail "no error mentioning '$text': $*"; }
-	[ "$(grep -c '^tlogctl: ERROR:' "$TMP/r.err")" -eq 1 ] || {
-		cat "$TMP/r.err"; fail "more than one error line: $*"; }
-}
-
 src="$TMP/src"
 mkdir -p "$src/d"
 head -c 200000 /dev/urandom > "$src/big"
