@@ -37,13 +37,8 @@ static void reserve(struct outbuf *ob, size_t n)
 		outbuf_flush(ob);
 }
 
-void outbuf_mem(struct outbuf *ob, const char *s, size_t n)
+void outbuf_mem_slow(struct outbuf *ob, const char *s, size_t n)
 {
-	if (ob->len + n <= OUTBUF_SIZE) {
-		memcpy(ob->buf + ob->len, s, n);
-		ob->len += n;
-		return;
-	}
 	while (n > 0) {
 		size_t chunk = n < OUTBUF_SIZE ? n : OUTBUF_SIZE;
 
@@ -66,23 +61,47 @@ static const char digit_pairs[201] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
-void outbuf_u64(struct outbuf *ob, uint64_t v)
+/* Digits of @v, written backwards ending at @end; returns the first. */
+static char *format_u32(char *end, uint32_t v)
 {
-	char tmp[20];
-	int i = sizeof(tmp);
-
 	while (v >= 100) {
-		unsigned int pair = (unsigned int)(v % 100) * 2;
+		uint32_t pair = (v % 100) * 2;
 
 		v /= 100;
-		tmp[--i] = digit_pairs[pair + 1];
-		tmp[--i] = digit_pairs[pair];
+		*--end = digit_pairs[pair + 1];
+		*--end = digit_pairs[pair];
 	}
 	if (v >= 10) {
-		tmp[--i] = digit_pairs[v * 2 + 1];
-		tmp[--i] = digit_pairs[v * 2];
+		*--end = digit_pairs[v * 2 + 1];
+		*--end = digit_pairs[v * 2];
 	} else {
-		tmp[--i] = (char)('0' + v);
+		*--end = (char)('0' + v);
 	}
-	outbuf_mem(ob, tmp + i, sizeof(tmp) - i);
+	return end;
+}
+
+void outbuf_u64(struct outbuf *ob, uint64_t v)
+{
+	char tmp[20], *end = tmp + sizeof(tmp), *p;
+
+	/* most offsets fit 32 bits, whose arithmetic is cheaper */
+	if (v > UINT32_MAX) {
+		uint64_t high = v / 1000000000;
+		uint32_t low = (uint32_t)(v % 1000000000);
+
+		p = format_u32(end, low);
+		while (p > end - 9)
+			*--p = '0';
+		end = p;
+		v = high;
+		if (v > UINT32_MAX) {
+			p = format_u32(end, (uint32_t)(v % 1000000000));
+			while (p > end - 9)
+				*--p = '0';
+			end = p;
+			v /= 1000000000;
+		}
+	}
+	p = format_u32(end, (uint32_t)v);
+	outbuf_mem(ob, p, (size_t)(tmp + sizeof(tmp) - p));
 }

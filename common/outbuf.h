@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define OUTBUF_SIZE (256 * 1024)
 
@@ -23,7 +24,20 @@ struct outbuf {
 };
 
 void outbuf_init(struct outbuf *ob, int fd);
-void outbuf_mem(struct outbuf *ob, const char *s, size_t n);
+/* outbuf_mem() when the bytes do not fit the buffer's free space */
+void outbuf_mem_slow(struct outbuf *ob, const char *s, size_t n);
+
+/* Inline, so that short literals become a few stores. */
+static inline void outbuf_mem(struct outbuf *ob, const char *s, size_t n)
+{
+	if (ob->len + n <= OUTBUF_SIZE) {
+		memcpy(ob->buf + ob->len, s, n);
+		ob->len += n;
+		return;
+	}
+	outbuf_mem_slow(ob, s, n);
+}
+
 void outbuf_str(struct outbuf *ob, const char *s);
 void outbuf_u64(struct outbuf *ob, uint64_t v);
 

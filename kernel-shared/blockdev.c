@@ -47,6 +47,25 @@ static int file_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
 	return 0;
 }
 
+static int file_readv(struct tlog_bdev *bdev, const struct iovec *iov, int iovcnt, u64 offset)
+{
+	size_t total = 0;
+	ssize_t ret;
+
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	do {
+		ret = preadv(file_fd(bdev), iov, iovcnt, (off_t)offset);
+	} while (ret < 0 && errno == EINTR);
+	if (ret < 0)
+		return tlog_error(-errno, "read of %zu bytes at %llu failed: %s",
+				  total, (unsigned long long)offset, strerror(errno));
+	if ((size_t)ret != total)
+		return tlog_error(-EIO, "short read of %zu bytes at %llu", total,
+				  (unsigned long long)offset);
+	return 0;
+}
+
 static int file_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset)
 {
 	size_t done = 0;
@@ -86,6 +105,7 @@ static void file_close(struct tlog_bdev *bdev)
 
 static const struct tlog_bdev_ops file_bdev_ops = {
 	.read = file_read,
+	.readv = file_readv,
 	.write = file_write,
 	.flush = file_flush,
 	.readahead = file_readahead,
@@ -160,6 +180,30 @@ int tlog_bdev_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
 	bdev->nr_reads++;
 	bdev->bytes_read += len;
 	return bdev->ops->read(bdev, buf, len, offset);
+}
+
+int tlog_bdev_readv(struct tlog_bdev *bdev, const struct iovec *iov, int iovcnt, u64 offset)
+{
+	size_t total = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	if (offset > bdev->size || total > bdev->size - offset)
+		return tlog_error(-EIO, "read of %zu bytes at %llu is past the end of %s (%llu bytes)",
+				  total, (unsigned long long)offset, bdev->name,
+				  (unsigned long long)bdev->size);
+	if (!bdev->ops->readv) {
+		for (int i = 0; i < iovcnt; offset += iov[i].iov_len, i++) {
+			int ret = tlog_bdev_read(bdev, iov[i].iov_base, iov[i].iov_len, offset);
+
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
+	bdev->nr_reads++;
+	bdev->bytes_read += total;
+	return bdev->ops->readv(bdev, iov, iovcnt, offset);
 }
 
 int tlog_bdev_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset)

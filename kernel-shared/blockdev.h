@@ -8,6 +8,7 @@
 #define TLOG_BLOCKDEV_H
 
 #include <stdbool.h>
+#include <sys/uio.h>
 #include "format.h"
 
 struct tlog_bdev;
@@ -15,6 +16,8 @@ struct tlog_bdev;
 struct tlog_bdev_ops {
 	/* Read exactly @len bytes at @offset; -EIO (with context) when short. */
 	int (*read)(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset);
+	/* Scatter read; optional (the layer falls back to one read per piece). */
+	int (*readv)(struct tlog_bdev *bdev, const struct iovec *iov, int iovcnt, u64 offset);
 	int (*write)(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset);
 	int (*flush)(struct tlog_bdev *bdev);
 	/* Hint that [offset, offset + len) will be read soon; may do nothing. */
@@ -44,6 +47,8 @@ int tlog_bdev_open_file(const char *path, int mode, struct tlog_bdev **ret);
 void tlog_bdev_close(struct tlog_bdev *bdev);
 
 int tlog_bdev_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset);
+/* Read consecutive bytes at @offset into the pieces of @iov, in order. */
+int tlog_bdev_readv(struct tlog_bdev *bdev, const struct iovec *iov, int iovcnt, u64 offset);
 int tlog_bdev_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset);
 int tlog_bdev_flush(struct tlog_bdev *bdev);
 void tlog_bdev_readahead(struct tlog_bdev *bdev, u64 offset, u64 len);

@@ -366,6 +366,23 @@ void free_extent_buffer(struct extent_buffer *eb)
 	eb_cache_shrink(&fs->cache);
 }
 
+/* A buffer for the block at @bytenr, one reference, not in the cache yet. */
+static struct extent_buffer *alloc_extent_buffer(struct tlog_fs *fs, u64 bytenr)
+{
+	/* The owning fs pointer sits right after the data, for release. */
+	struct extent_buffer *eb = malloc(sizeof(*eb) + fs->nodesize + sizeof(struct tlog_fs *));
+
+	if (!eb)
+		return NULL;
+	eb->start = bytenr;
+	eb->len = fs->nodesize;
+	eb->refs = 1;
+	eb->hash_next = NULL;
+	INIT_LIST_HEAD(&eb->lru);
+	memcpy(eb->data + eb->len, &fs, sizeof(fs));
+	return eb;
+}
+
 /* Read one copy of a tree block and verify it. */
 static int read_tree_block_copy(struct tlog_fs *fs, u64 physical, u64 bytenr, u8 *buf)
 {
@@ -389,16 +406,9 @@ static int load_tree_block(struct tlog_fs *fs, u64 bytenr, struct extent_buffer 
 	if (copies < 0)
 		return copies;
 
-	/* The owning fs pointer sits right after the data, for release. */
-	eb = malloc(sizeof(*eb) + fs->nodesize + sizeof(struct tlog_fs *));
+	eb = alloc_extent_buffer(fs, bytenr);
 	if (!eb)
 		return -ENOMEM;
-	eb->start = bytenr;
-	eb->len = fs->nodesize;
-	eb->refs = 1;
-	eb->hash_next = NULL;
-	INIT_LIST_HEAD(&eb->lru);
-	memcpy(eb->data + eb->len, &fs, sizeof(fs));
 
 	/* DUP keeps two copies: a bad first copy is not the end. */
 	for (int i = 0; i < copies; i++) {
@@ -421,6 +431,8 @@ static int load_tree_block(struct tlog_fs *fs, u64 bytenr, struct extent_buffer 
 #define PREFETCH_MAX_GAP	(128U << 10)
 #define PREFETCH_MAX_READ	(4U << 20)
 #define PREFETCH_MAX_BLOCKS	1024
+/* Blocks in one scatter read: with the gaps, within IOV_MAX (1024). */
+#define PREFETCH_RUN_BLOCKS	512
 
 struct prefetch_block {
 	u64 physical;
@@ -434,30 +446,43 @@ static int cmp_prefetch_block(const void *a, const void *b)
 	return x->physical < y->physical ? -1 : x->physical > y->physical;
 }
 
-/* Verify the blocks of one merged read and add the good ones to the cache. */
-static void prefetch_insert(struct tlog_fs *fs, const u8 *buf, u64 run_start,
-			    const struct prefetch_block *blocks, int nr)
+/*
+ * Read one run of blocks straight into new buffers (the gaps between them
+ * into @gap), verify each, and cache the good ones unreferenced.
+ */
+static void prefetch_run_read(struct tlog_fs *fs, const struct prefetch_block *blocks,
+			      int nr, u8 *gap)
 {
-	for (int i = 0; i < nr; i++) {
-		const u8 *p = buf + (blocks[i].physical - run_start);
-		struct extent_buffer *eb;
+	struct extent_buffer *ebs[PREFETCH_RUN_BLOCKS];
+	struct iovec iov[2 * PREFETCH_RUN_BLOCKS];
+	u64 pos = blocks[0].physical;
+	int niov = 0, i;
+	bool ok;
 
-		if (eb_cache_lookup(&fs->cache, blocks[i].bytenr))
-			continue;
+	for (i = 0; i < nr; i++) {
+		ebs[i] = alloc_extent_buffer(fs, blocks[i].bytenr);
+		if (!ebs[i])
+			break;
+		if (blocks[i].physical > pos) {
+			iov[niov].iov_base = gap;
+			iov[niov++].iov_len = blocks[i].physical - pos;
+		}
+		iov[niov].iov_base = ebs[i]->data;
+		iov[niov++].iov_len = fs->nodesize;
+		pos = blocks[i].physical + fs->nodesize;
+	}
+	nr = i;
+	ok = niov > 0 && tlog_bdev_readv(fs->bdev, iov, niov, blocks[0].physical) == 0;
+	for (i = 0; i < nr; i++) {
 		/* a bad block is left for the real read to report */
-		if (btrfs_check_tree_block(fs, p, blocks[i].bytenr))
+		if (!ok || eb_cache_lookup(&fs->cache, ebs[i]->start) ||
+		    btrfs_check_tree_block(fs, ebs[i]->data, ebs[i]->start)) {
+			free(ebs[i]);
 			continue;
-		eb = malloc(sizeof(*eb) + fs->nodesize + sizeof(struct tlog_fs *));
-		if (!eb)
-			return;
-		eb->start = blocks[i].bytenr;
-		eb->len = fs->nodesize;
-		eb->refs = 0;
-		eb->hash_next = NULL;
-		memcpy(eb->data, p, fs->nodesize);
-		memcpy(eb->data + eb->len, &fs, sizeof(fs));
-		eb_cache_insert(&fs->cache, eb);
-		list_add_tail(&eb->lru, &fs->cache.lru);
+		}
+		ebs[i]->refs = 0;
+		eb_cache_insert(&fs->cache, ebs[i]);
+		list_add_tail(&ebs[i]->lru, &fs->cache.lru);
 	}
 }
 
@@ -472,7 +497,7 @@ static u64 prefetch_run(const struct tlog_fs *fs, const struct prefetch_block *b
 	u64 start = blocks[first].physical, end = start + fs->nodesize;
 	int i = first + 1;
 
-	while (i < nr && blocks[i].physical >= end &&
+	while (i < nr && i - first < PREFETCH_RUN_BLOCKS && blocks[i].physical >= end &&
 	       blocks[i].physical - end <= PREFETCH_MAX_GAP &&
 	       blocks[i].physical + fs->nodesize - start <= PREFETCH_MAX_READ) {
 		end = blocks[i].physical + fs->nodesize;
@@ -487,7 +512,7 @@ void btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *nod
 {
 	u32 nritems = btrfs_header_nritems_eb(node);
 	struct prefetch_block blocks[PREFETCH_MAX_BLOCKS];
-	u8 *buf = NULL;
+	u8 *gap = NULL;
 	int nr = 0;
 
 	for (u32 i = slot; i < nritems && nr < PREFETCH_MAX_BLOCKS; i++) {
@@ -517,20 +542,15 @@ void btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *nod
 	}
 	if (!wait)
 		nr = 0;
-	for (int first = 0; first < nr;) {
-		u64 start = blocks[first].physical;
-		int last;
-		u64 end = prefetch_run(fs, blocks, nr, first, &last);
-
-		if (!buf)
-			buf = malloc(PREFETCH_MAX_READ);
-		if (!buf)
+	for (int first = 0, last; first < nr; first = last) {
+		prefetch_run(fs, blocks, nr, first, &last);
+		if (!gap)
+			gap = malloc(PREFETCH_MAX_GAP);
+		if (!gap)
 			break;
-		if (tlog_bdev_read(fs->bdev, buf, end - start, start) == 0)
-			prefetch_insert(fs, buf, start, blocks + first, last - first);
-		first = last;
+		prefetch_run_read(fs, blocks + first, last - first, gap);
 	}
-	free(buf);
+	free(gap);
 	eb_cache_shrink(&fs->cache);
 	/* failures here are not the caller's: the real reads report them */
 	tlog_error_clear();
