@@ -10,6 +10,7 @@
 
 #include "blockdev.h"
 #include "ctree.h"
+#include "disk-io.h"
 #include "errctx.h"
 
 void btrfs_init_path(struct btrfs_path *path)
@@ -42,8 +43,7 @@ u32 btrfs_leaf_free_space(const struct tlog_fs *fs, const struct extent_buffer *
  * Binary search for @key in @eb.  Returns 0 and the slot of an exact match,
  * or 1 and the slot where it would be inserted.
  */
-static int bin_search(const struct extent_buffer *eb, const struct btrfs_key *key,
-		      int *slot)
+int bin_search_block(const struct extent_buffer *eb, const struct btrfs_key *key, int *slot)
 {
 	int lo = 0, hi = btrfs_header_nritems_eb(eb);
 	bool leaf = btrfs_header_level_eb(eb) == 0;
@@ -153,7 +153,7 @@ int btrfs_search_slot(struct btrfs_root *root, const struct btrfs_key *key,
 	for (;;) {
 		level = btrfs_header_level_eb(eb);
 		path->nodes[level] = eb;
-		ret = bin_search(eb, key, &slot);
+		ret = bin_search_block(eb, key, &slot);
 		if (level == 0) {
 			path->slots[0] = slot;
 			return ret;
@@ -200,12 +200,12 @@ int btrfs_search_slot_near(struct btrfs_root *root, const struct btrfs_key *key,
 
 	if (leaf && btrfs_header_level_eb(leaf) == 0) {
 		if (leaf_spans_key(leaf, key, &after))
-			return bin_search(leaf, key, &path->slots[0]);
+			return bin_search_block(leaf, key, &path->slots[0]);
 		/* one step to the next leaf covers keys that walk forward */
 		if (after && btrfs_next_leaf(root, path) == 0) {
 			leaf = path->nodes[0];
 			if (leaf_spans_key(leaf, key, &after))
-				return bin_search(leaf, key, &path->slots[0]);
+				return bin_search_block(leaf, key, &path->slots[0]);
 			if (!after && btrfs_header_nritems_eb(leaf) > 0) {
 				/* between the two leaves: the next key is the first here */
 				path->slots[0] = 0;
@@ -376,4 +376,80 @@ int btrfs_tree_iter_next(struct btrfs_tree_iter *iter)
 void btrfs_tree_iter_end(struct btrfs_tree_iter *iter)
 {
 	btrfs_release_path(&iter->path);
+}
+
+/* ---- structure check ---- */
+
+struct tree_check {
+	struct btrfs_root *root;
+	u64 items;
+	u64 blocks;
+	bool have_last;
+	struct btrfs_key last;		/* the last leaf key seen, for global order */
+};
+
+static int check_block(struct tree_check *tc, u64 bytenr, int level, u64 generation,
+		       const struct btrfs_key *lo, const struct btrfs_key *hi, bool is_root)
+{
+	struct tlog_fs *fs = tc->root->fs;
+	struct extent_buffer *eb;
+	struct btrfs_key key;
+	u32 n;
+	int err;
+
+	err = read_tree_block(fs, bytenr, level, generation, &eb);
+	if (err)
+		return err;
+	err = btrfs_check_tree_block_layout(fs, eb->data, bytenr);
+	n = btrfs_header_nritems_eb(eb);
+	if (!err && n == 0 && (!is_root || level > 0))
+		err = tlog_error(-EUCLEAN, "block %llu at level %d is empty",
+				 (unsigned long long)bytenr, level);
+	tc->blocks++;
+	for (u32 i = 0; !err && i < n; i++) {
+		if (level == 0)
+			btrfs_item_key_to_cpu(eb, &key, i);
+		else
+			btrfs_node_key_to_cpu(eb, &key, i);
+		if ((i == 0 && lo && btrfs_comp_cpu_keys(&key, lo) != 0) ||
+		    (lo && btrfs_comp_cpu_keys(&key, lo) < 0) ||
+		    (hi && btrfs_comp_cpu_keys(&key, hi) >= 0)) {
+			err = tlog_error(-EUCLEAN, "block %llu slot %u: key outside its parent's range",
+					 (unsigned long long)bytenr, i);
+			break;
+		}
+		if (level == 0) {
+			if (tc->have_last && btrfs_comp_cpu_keys(&tc->last, &key) >= 0)
+				err = tlog_error(-EUCLEAN, "block %llu slot %u: keys out of order",
+						 (unsigned long long)bytenr, i);
+			tc->last = key;
+			tc->have_last = true;
+			tc->items++;
+			continue;
+		}
+		{
+			struct btrfs_key next;
+			bool last = i + 1 == n;
+
+			if (!last)
+				btrfs_node_key_to_cpu(eb, &next, i + 1);
+			err = check_block(tc, btrfs_node_blockptr(eb, i), level - 1,
+					  btrfs_node_ptr_generation(eb, i), &key,
+					  last ? hi : &next, false);
+		}
+	}
+	free_extent_buffer(eb);
+	return err;
+}
+
+int btrfs_check_tree_structure(struct btrfs_root *root, u64 *nr_items, u64 *nr_blocks)
+{
+	struct tree_check tc = { .root = root };
+	int err = check_block(&tc, root->bytenr, root->level, root->generation, NULL, NULL, true);
+
+	if (nr_items)
+		*nr_items = tc.items;
+	if (nr_blocks)
+		*nr_blocks = tc.blocks;
+	return err;
 }

@@ -19,8 +19,11 @@ struct extent_buffer {
 	u64 start;
 	u32 len;
 	int refs;
+	bool dirty;			/* changed in the running transaction */
+	bool stale;			/* dropped from the cache, freed on last put */
 	struct extent_buffer *hash_next;
 	struct list_head lru;		/* on the cache's LRU while refs == 0 */
+	struct list_head dirty_list;	/* on fs->dirty_blocks while dirty */
 	u8 data[];
 };
 
@@ -64,6 +67,7 @@ struct tlog_fs {
 	u64 compat_ro;
 	u8 fsid[BTRFS_FSID_SIZE];
 	u8 header_fsid[BTRFS_FSID_SIZE];	/* metadata_uuid when set */
+	u8 chunk_tree_uuid[BTRFS_UUID_SIZE];	/* stamped into every tree block */
 	struct chunk_map chunks;
 	struct eb_cache cache;
 	struct btrfs_root *tree_root;
@@ -71,6 +75,7 @@ struct tlog_fs {
 	struct btrfs_root *log_root_tree;	/* NULL when there is no log */
 	struct btrfs_root *roots;		/* other roots read so far */
 	u8 *scratch;				/* nodesize bytes for verification */
+	struct list_head dirty_blocks;		/* tree blocks to write at commit */
 };
 
 /* A position in a tree: the block and slot at each level, leaf at 0. */
@@ -172,6 +177,24 @@ void free_extent_buffer(struct extent_buffer *eb);
  */
 void btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *node, int slot,
 			     const struct btrfs_key *max, bool wait);
+/*
+ * A new tree block at @bytenr: zeroed, cached, dirty, with one reference
+ * for the caller.  A stale cached copy of an old block at that address is
+ * dropped.
+ */
+struct extent_buffer *btrfs_new_tree_block(struct tlog_fs *fs, u64 bytenr);
+/* Dirty blocks stay in memory (the dirty list holds a reference) until written. */
+void btrfs_mark_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb);
+void btrfs_clear_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb);
+/* Forget the block at @bytenr: it was freed and must never be read from the cache. */
+void btrfs_forget_tree_block(struct tlog_fs *fs, u64 bytenr);
+/*
+ * An open filesystem with no image behind it, for building trees in
+ * memory (tests, mkfs): every block it uses must be created with
+ * btrfs_new_tree_block().
+ */
+int tlog_fs_create_memory(u32 nodesize, u32 sectorsize, u16 csum_type, struct tlog_fs **ret);
+
 /* The cached block at @bytenr, or NULL; no reference is taken. */
 const struct extent_buffer *btrfs_find_cached_block(struct tlog_fs *fs, u64 bytenr);
 static inline void extent_buffer_get(struct extent_buffer *eb)
@@ -180,6 +203,12 @@ static inline void extent_buffer_get(struct extent_buffer *eb)
 }
 
 /* ---- paths and searching (ctree.c) ---- */
+
+/*
+ * Binary search for @key in one block: 0 and the slot of an exact match,
+ * or 1 and the slot where it would go.
+ */
+int bin_search_block(const struct extent_buffer *eb, const struct btrfs_key *key, int *slot);
 
 void btrfs_init_path(struct btrfs_path *path);
 void btrfs_release_path(struct btrfs_path *path);
@@ -245,6 +274,58 @@ void btrfs_tree_iter_end(struct btrfs_tree_iter *iter);
 	for (btrfs_tree_iter_start(root, iter, min, max);		\
 	     (iter)->ret == 0;						\
 	     btrfs_tree_iter_next(iter))
+
+/*
+ * Check the structure of a whole tree: every block's layout, levels, keys
+ * in order across blocks, each parent's key and generation matching its
+ * child, no empty blocks below the root.  Returns 0 and the number of items
+ * and blocks, or -EUCLEAN with the first problem in the error context.
+ */
+int btrfs_check_tree_structure(struct btrfs_root *root, u64 *nr_items, u64 *nr_blocks);
+
+/* ---- changing trees, copy-on-write (ctree-write.c) ---- */
+
+struct tlog_trans;
+
+/*
+ * Search @key for a change: every block on the path is copied into the
+ * running transaction first.  @ins_len > 0 makes room for that many bytes
+ * of new items (headers included) in the leaf reached; < 0 prepares a
+ * deletion.  Returns like btrfs_search_slot().
+ */
+int btrfs_search_slot_for_write(struct tlog_trans *trans, struct btrfs_root *root,
+				const struct btrfs_key *key, struct btrfs_path *path,
+				int ins_len);
+/*
+ * Insert @nr items with @keys (in order, none present) and @sizes, zeroed,
+ * in one leaf; the path points at the first.  -EEXIST if a key exists.
+ */
+int btrfs_insert_empty_items(struct tlog_trans *trans, struct btrfs_root *root,
+			     struct btrfs_path *path, const struct btrfs_key *keys,
+			     const u32 *sizes, int nr);
+int btrfs_insert_item(struct tlog_trans *trans, struct btrfs_root *root,
+		      const struct btrfs_key *key, const void *data, u32 size);
+/*
+ * Delete @nr items from @slot of the leaf at path->nodes[0] (reached with
+ * btrfs_search_slot_for_write).  The path must be released afterwards.
+ */
+int btrfs_del_items(struct tlog_trans *trans, struct btrfs_root *root,
+		    struct btrfs_path *path, int slot, int nr);
+int btrfs_delete_item(struct tlog_trans *trans, struct btrfs_root *root,
+		      const struct btrfs_key *key);
+/*
+ * Grow the item at the path by @size_diff zeroed bytes at its end; the
+ * search must have asked for that room (ins_len = size_diff).
+ */
+int btrfs_extend_item(struct tlog_trans *trans, struct btrfs_path *path, u32 size_diff);
+/* Shrink the item at the path to @new_size, cutting its end or its start. */
+int btrfs_truncate_item(struct tlog_trans *trans, struct btrfs_path *path, u32 new_size,
+			bool from_end);
+/* Copy path->nodes[level] into the transaction (its parent already is). */
+int btrfs_cow_block(struct tlog_trans *trans, struct btrfs_root *root,
+		    struct btrfs_path *path, int level);
+/* Give @root (objectid set) a new, empty root leaf. */
+int btrfs_create_tree(struct tlog_trans *trans, struct btrfs_root *root);
 
 /* ---- open / close (disk-io.c) ---- */
 

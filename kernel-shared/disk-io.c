@@ -10,6 +10,7 @@
  * who asks.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +261,13 @@ int btrfs_check_tree_block(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
 	if (memcmp(csum, h->csum, fs->csum_size) != 0)
 		return tlog_error(-EUCLEAN, "checksum mismatch on tree block %llu",
 				  (unsigned long long)bytenr);
+	return btrfs_check_tree_block_layout(fs, buf, bytenr);
+}
+
+int btrfs_check_tree_block_layout(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
+{
+	const struct btrfs_header *h = (const struct btrfs_header *)buf;
+
 	if (btrfs_header_bytenr(h) != bytenr)
 		return tlog_error(-EUCLEAN, "tree block %llu claims to be at %llu",
 				  (unsigned long long)bytenr,
@@ -360,6 +368,10 @@ void free_extent_buffer(struct extent_buffer *eb)
 		return;
 	if (--eb->refs > 0)
 		return;
+	if (eb->stale) {
+		free(eb);
+		return;
+	}
 	/* The buffer stays cached; it only becomes evictable. */
 	fs = *(struct tlog_fs **)(eb->data + eb->len);
 	list_add_tail(&eb->lru, &fs->cache.lru);
@@ -377,8 +389,11 @@ static struct extent_buffer *alloc_extent_buffer(struct tlog_fs *fs, u64 bytenr)
 	eb->start = bytenr;
 	eb->len = fs->nodesize;
 	eb->refs = 1;
+	eb->dirty = false;
+	eb->stale = false;
 	eb->hash_next = NULL;
 	INIT_LIST_HEAD(&eb->lru);
+	INIT_LIST_HEAD(&eb->dirty_list);
 	memcpy(eb->data + eb->len, &fs, sizeof(fs));
 	return eb;
 }
@@ -556,6 +571,83 @@ void btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *nod
 	tlog_error_clear();
 }
 
+void btrfs_forget_tree_block(struct tlog_fs *fs, u64 bytenr)
+{
+	struct extent_buffer *eb = eb_cache_lookup(&fs->cache, bytenr);
+
+	if (!eb)
+		return;
+	btrfs_clear_buffer_dirty(fs, eb);
+	eb_cache_unhash(&fs->cache, eb);
+	fs->cache.nr_cached--;
+	if (eb->refs == 0) {
+		list_del_init(&eb->lru);
+		free(eb);
+	} else {
+		/* someone still looks at it: free it with the last reference */
+		eb->stale = true;
+	}
+}
+
+struct extent_buffer *btrfs_new_tree_block(struct tlog_fs *fs, u64 bytenr)
+{
+	struct extent_buffer *eb;
+
+	btrfs_forget_tree_block(fs, bytenr);
+	eb = alloc_extent_buffer(fs, bytenr);
+	if (!eb)
+		return NULL;
+	memset(eb->data, 0, eb->len);
+	eb_cache_insert(&fs->cache, eb);
+	btrfs_mark_buffer_dirty(fs, eb);
+	return eb;
+}
+
+void btrfs_mark_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb)
+{
+	if (eb->dirty)
+		return;
+	eb->dirty = true;
+	extent_buffer_get(eb);
+	list_add_tail(&eb->dirty_list, &fs->dirty_blocks);
+}
+
+void btrfs_clear_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb)
+{
+	(void)fs;
+	if (!eb->dirty)
+		return;
+	eb->dirty = false;
+	list_del_init(&eb->dirty_list);
+	free_extent_buffer(eb);
+}
+
+int tlog_fs_create_memory(u32 nodesize, u32 sectorsize, u16 csum_type, struct tlog_fs **ret)
+{
+	struct tlog_fs *fs = calloc(1, sizeof(*fs));
+	int err;
+
+	if (!fs)
+		return -ENOMEM;
+	chunk_map_init(&fs->chunks);
+	INIT_LIST_HEAD(&fs->cache.lru);
+	INIT_LIST_HEAD(&fs->dirty_blocks);
+	fs->nodesize = nodesize;
+	fs->sectorsize = sectorsize;
+	fs->csum_type = csum_type;
+	fs->csum_size = btrfs_csum_type_size(csum_type);
+	fs->generation = 1;
+	err = eb_cache_init(&fs->cache, nodesize);
+	if (err) {
+		free(fs);
+		return err;
+	}
+	/* nothing behind the cache: it must never drop a block */
+	fs->cache.max_cached = SIZE_MAX;
+	*ret = fs;
+	return 0;
+}
+
 const struct extent_buffer *btrfs_find_cached_block(struct tlog_fs *fs, u64 bytenr)
 {
 	return eb_cache_lookup(&fs->cache, bytenr);
@@ -640,12 +732,14 @@ static int setup_tree_roots(struct tlog_fs *fs)
 		return -ENOMEM;
 
 	fs->chunk_root->bytenr = btrfs_super_block_chunk_root(sb);
+	fs->chunk_root->root_key.offset = 0;
 	fs->chunk_root->level = btrfs_super_block_chunk_root_level(sb);
 	fs->chunk_root->generation = btrfs_super_block_chunk_root_generation(sb);
 	ret = read_tree_block(fs, fs->chunk_root->bytenr, fs->chunk_root->level,
 			      fs->chunk_root->generation, &eb);
 	if (ret)
 		return tlog_error_wrap(ret, "cannot read chunk root");
+	memcpy(fs->chunk_tree_uuid, eb_header(eb)->chunk_tree_uuid, BTRFS_UUID_SIZE);
 	free_extent_buffer(eb);
 	ret = btrfs_read_chunk_tree(fs);
 	if (ret)
@@ -683,6 +777,7 @@ int tlog_open(const char *path, const struct tlog_open_opts *opts, struct tlog_f
 		return -ENOMEM;
 	chunk_map_init(&fs->chunks);
 	INIT_LIST_HEAD(&fs->cache.lru);
+	INIT_LIST_HEAD(&fs->dirty_blocks);
 
 	err = tlog_bdev_open_file(path, opts->writable ? TLOG_BDEV_RDWR : TLOG_BDEV_RDONLY,
 				  &fs->bdev);
@@ -723,6 +818,9 @@ void tlog_close(struct tlog_fs *fs)
 {
 	if (!fs)
 		return;
+	while (!list_empty(&fs->dirty_blocks))
+		btrfs_clear_buffer_dirty(fs, list_first_entry(&fs->dirty_blocks,
+							      struct extent_buffer, dirty_list));
 	free_root_list(fs->roots);
 	free(fs->tree_root);
 	free(fs->chunk_root);

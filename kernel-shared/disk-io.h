@@ -34,5 +34,7 @@ int btrfs_load_super(struct tlog_bdev *bdev, int mirror,
 
 /* Verify a tree block image (checksum and header) read for @bytenr. */
 int btrfs_check_tree_block(struct tlog_fs *fs, const u8 *buf, u64 bytenr);
+/* The same without the checksum: header and item layout only. */
+int btrfs_check_tree_block_layout(struct tlog_fs *fs, const u8 *buf, u64 bytenr);
 
 #endif
