@@ -55,4 +55,10 @@ static inline int list_empty(const struct list_head *head)
 #define list_first_entry(head, type, member) list_entry((head)->next, type, member)
 #define list_last_entry(head, type, member) list_entry((head)->prev, type, member)
 
+/* Each extent buffer on a list linked through its dirty_list member. */
+#define list_for_each_eb(eb, head)					\
+	for (eb = list_entry((head)->next, struct extent_buffer, dirty_list);	\
+	     &eb->dirty_list != (head);					\
+	     eb = list_entry(eb->dirty_list.next, struct extent_buffer, dirty_list))
+
 #endif

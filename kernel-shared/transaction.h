@@ -29,4 +29,24 @@ struct tlog_trans {
 	void *priv;			/* the allocator's state */
 };
 
+
+
+/* ---- transactions on an image (transaction.c) ---- */
+
+/*
+ * Start the transaction after the committed one on @fs (opened writable).
+ * Tree blocks come from the metadata block groups' free space; the extent
+ * tree, free space tree, block group items and root items are brought in
+ * step at commit.
+ */
+int tlog_trans_start(struct tlog_fs *fs, struct tlog_trans **ret);
+/*
+ * Commit: record new and freed blocks in the extent and free space trees,
+ * update block group and root items until nothing changes, write every
+ * new block (all copies), flush, then the superblocks, flush.  Until the
+ * primary superblock is written the image still shows the old state.
+ */
+int tlog_trans_commit(struct tlog_trans *trans);
+/* Drop a transaction without writing anything. */
+void tlog_trans_abort(struct tlog_trans *trans);
 #endif

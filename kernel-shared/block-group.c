@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * In-memory block groups and free space (see block-group.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "block-group.h"
+#include "errctx.h"
+#include "volumes.h"
+
+static int cmp_bg(const void *a, const void *b)
+{
+	const struct tlog_block_group *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+struct tlog_block_group *btrfs_lookup_block_group(struct tlog_block_groups *bgs, u64 bytenr)
+{
+	size_t lo = 0, hi = bgs->nr;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		struct tlog_block_group *bg = &bgs->v[mid];
+
+		if (bytenr < bg->start)
+			hi = mid;
+		else if (bytenr - bg->start >= bg->length)
+			lo = mid + 1;
+		else
+			return bg;
+	}
+	return NULL;
+}
+
+static int add_free(struct tlog_block_group *bg, u64 start, u64 len)
+{
+	size_t i = 0;
+
+	while (i < bg->nr_free && bg->free[i].start < start)
+		i++;
+	/* merge with the neighbours when they touch */
+	if (i > 0 && bg->free[i - 1].start + bg->free[i - 1].len == start) {
+		bg->free[i - 1].len += len;
+		if (i < bg->nr_free && start + len == bg->free[i].start) {
+			bg->free[i - 1].len += bg->free[i].len;
+			memmove(bg->free + i, bg->free + i + 1,
+				(bg->nr_free - i - 1) * sizeof(*bg->free));
+			bg->nr_free--;
+		}
+		return 0;
+	}
+	if (i < bg->nr_free && start + len == bg->free[i].start) {
+		bg->free[i].start = start;
+		bg->free[i].len += len;
+		return 0;
+	}
+	if (bg->nr_free == bg->cap_free) {
+		size_t cap = bg->cap_free ? bg->cap_free * 2 : 16;
+		struct free_range *p = realloc(bg->free, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		bg->free = p;
+		bg->cap_free = cap;
+	}
+	memmove(bg->free + i + 1, bg->free + i, (bg->nr_free - i) * sizeof(*bg->free));
+	bg->free[i] = (struct free_range){ start, len };
+	bg->nr_free++;
+	return 0;
+}
+
+/* Remove [start, start + len), which must lie inside one free range. */
+static int take_free(struct tlog_block_group *bg, size_t i, u64 start, u64 len)
+{
+	struct free_range *r = &bg->free[i];
+	u64 end = start + len, rend = r->start + r->len;
+
+	if (start == r->start && end == rend) {
+		memmove(bg->free + i, bg->free + i + 1, (bg->nr_free - i - 1) * sizeof(*r));
+		bg->nr_free--;
+	} else if (start == r->start) {
+		r->start = end;
+		r->len = rend - end;
+	} else if (end == rend) {
+		r->len = start - r->start;
+	} else {
+		r->len = start - r->start;
+		return add_free(bg, end, rend - end);
+	}
+	return 0;
+}
+
+/* Remove [start, start + len) from whatever free ranges it overlaps. */
+static int exclude_range(struct tlog_block_group *bg, u64 start, u64 len)
+{
+	u64 end = start + len;
+
+	for (size_t i = 0; i < bg->nr_free;) {
+		struct free_range r = bg->free[i];
+		u64 s = r.start > start ? r.start : start;
+		u64 e = r.start + r.len < end ? r.start + r.len : end;
+		size_t before = bg->nr_free;
+		int err;
+
+		if (s >= e) {
+			i++;
+			continue;
+		}
+		err = take_free(bg, i, s, e - s);
+		if (err)
+			return err;
+		if (bg->nr_free >= before)
+			i++;
+	}
+	return 0;
+}
+
+/* Ranges that map onto superblock copies are never allocated (format.md 7.6). */
+static int exclude_super_stripes(struct tlog_fs *fs, struct tlog_block_group *bg)
+{
+	const struct map_lookup *m = chunk_map_find(&fs->chunks, bg->start);
+
+	if (bg->start < BTRFS_SUPER_INFO_OFFSET)
+		exclude_range(bg, bg->start, BTRFS_SUPER_INFO_OFFSET - bg->start);
+	if (!m)
+		return 0;
+	for (int mirror = 0; mirror < BTRFS_SUPER_MIRROR_MAX; mirror++) {
+		u64 sb = btrfs_sb_offset(mirror);
+
+		for (int s = 0; s < m->num_stripes; s++) {
+			u64 phys = m->stripes[s].physical;
+
+			if (sb + BTRFS_STRIPE_LEN <= phys || sb >= phys + m->length)
+				continue;
+			/* the whole 64 KiB stripe around the copy, in logical terms */
+			if (sb >= phys)
+				exclude_range(bg, m->logical + (sb - phys), BTRFS_STRIPE_LEN);
+			else
+				exclude_range(bg, m->logical, sb + BTRFS_STRIPE_LEN - phys);
+		}
+	}
+	return 0;
+}
+
+static int read_block_group_items(struct tlog_fs *fs, struct tlog_block_groups *bgs)
+{
+	struct btrfs_key min = { 0, BTRFS_BLOCK_GROUP_ITEM_KEY, 0 };
+	struct btrfs_key max = { (u64)-1, (u8)-1, (u64)-1 };
+	struct btrfs_root *tree;
+	struct btrfs_tree_iter iter;
+	size_t cap = 0;
+	int err;
+
+	err = btrfs_read_root(fs, (fs->compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE) ?
+			      BTRFS_BLOCK_GROUP_TREE_OBJECTID : BTRFS_EXTENT_TREE_OBJECTID, &tree);
+	if (err)
+		return err;
+	btrfs_for_each_item(tree, &iter, &min, &max) {
+		const struct btrfs_block_group_item *bgi;
+		struct tlog_block_group *bg;
+
+		if (iter.key.type != BTRFS_BLOCK_GROUP_ITEM_KEY)
+			continue;
+		if (btrfs_item_size(iter.leaf, iter.slot) < sizeof(*bgi)) {
+			err = tlog_error(-EUCLEAN, "block group %llu: item too small",
+					 (unsigned long long)iter.key.objectid);
+			break;
+		}
+		if (bgs->nr == cap) {
+			size_t n = cap ? cap * 2 : 16;
+			struct tlog_block_group *p = realloc(bgs->v, n * sizeof(*p));
+
+			if (!p) {
+				err = -ENOMEM;
+				break;
+			}
+			bgs->v = p;
+			cap = n;
+		}
+		bgi = btrfs_item_ptr(iter.leaf, iter.slot);
+		bg = &bgs->v[bgs->nr++];
+		memset(bg, 0, sizeof(*bg));
+		bg->start = iter.key.objectid;
+		bg->length = iter.key.offset;
+		bg->used = btrfs_block_group_item_used(bgi);
+		bg->flags = btrfs_block_group_item_flags(bgi);
+	}
+	if (!err && iter.ret < 0)
+		err = iter.ret;
+	btrfs_tree_iter_end(&iter);
+	if (bgs->nr)
+		qsort(bgs->v, bgs->nr, sizeof(*bgs->v), cmp_bg);
+	return err;
+}
+
+/* Free space of every group: its range minus every extent item. */
+static int compute_free_space(struct tlog_fs *fs, struct tlog_block_groups *bgs)
+{
+	struct btrfs_key min = { 0, 0, 0 }, max = { (u64)-1, (u8)-1, (u64)-1 };
+	struct btrfs_root *extent_root;
+	struct btrfs_tree_iter iter;
+	int err;
+
+	for (size_t i = 0; i < bgs->nr; i++) {
+		err = add_free(&bgs->v[i], bgs->v[i].start, bgs->v[i].length);
+		if (err)
+			return err;
+	}
+	err = btrfs_read_root(fs, BTRFS_EXTENT_TREE_OBJECTID, &extent_root);
+	if (err)
+		return err;
+	btrfs_for_each_item(extent_root, &iter, &min, &max) {
+		u64 len;
+		struct tlog_block_group *bg;
+
+		if (iter.key.type == BTRFS_EXTENT_ITEM_KEY)
+			len = iter.key.offset;
+		else if (iter.key.type == BTRFS_METADATA_ITEM_KEY)
+			len = fs->nodesize;
+		else
+			continue;
+		bg = btrfs_lookup_block_group(bgs, iter.key.objectid);
+		if (!bg || iter.key.objectid + len > bg->start + bg->length) {
+			err = tlog_error(-EUCLEAN, "extent %llu+%llu lies outside every block group",
+					 (unsigned long long)iter.key.objectid,
+					 (unsigned long long)len);
+			break;
+		}
+		err = exclude_range(bg, iter.key.objectid, len);
+		if (err)
+			break;
+	}
+	if (!err && iter.ret < 0)
+		err = iter.ret;
+	btrfs_tree_iter_end(&iter);
+	for (size_t i = 0; !err && i < bgs->nr; i++)
+		err = exclude_super_stripes(fs, &bgs->v[i]);
+	return err;
+}
+
+int btrfs_load_block_groups(struct tlog_fs *fs, struct tlog_block_groups *bgs)
+{
+	int err;
+
+	memset(bgs, 0, sizeof(*bgs));
+	err = read_block_group_items(fs, bgs);
+	if (!err)
+		err = compute_free_space(fs, bgs);
+	if (err)
+		btrfs_free_block_groups(bgs);
+	return err;
+}
+
+void btrfs_free_block_groups(struct tlog_block_groups *bgs)
+{
+	for (size_t i = 0; i < bgs->nr; i++)
+		free(bgs->v[i].free);
+	free(bgs->v);
+	memset(bgs, 0, sizeof(*bgs));
+}
+
+int btrfs_alloc_range(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u64 align,
+		      u64 *ret)
+{
+	for (size_t g = 0; g < bgs->nr; g++) {
+		struct tlog_block_group *bg = &bgs->v[g];
+
+		if ((bg->flags & BTRFS_BLOCK_GROUP_TYPE_MASK) != type_flags)
+			continue;
+		for (size_t i = 0; i < bg->nr_free; i++) {
+			struct free_range *r = &bg->free[i];
+			u64 start = (r->start + align - 1) / align * align;
+
+			if (start + len > r->start + r->len)
+				continue;
+			*ret = start;
+			return take_free(bg, i, start, len);
+		}
+	}
+	return tlog_error(-ENOSPC, "no free space left for %llu bytes of %s",
+			  (unsigned long long)len,
+			  type_flags == BTRFS_BLOCK_GROUP_SYSTEM ? "system chunks" : "metadata");
+}
+
+int btrfs_free_range(struct tlog_block_groups *bgs, u64 start, u64 len)
+{
+	struct tlog_block_group *bg = btrfs_lookup_block_group(bgs, start);
+
+	if (!bg)
+		return tlog_error(-EUCLEAN, "freed range %llu is in no block group",
+				  (unsigned long long)start);
+	return add_free(bg, start, len);
+}

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Keeping the free space tree in step with allocations (format.md 10):
+ * per block group either FREE_SPACE_EXTENT items for the maximal free runs
+ * or FREE_SPACE_BITMAP items (one bit per sector), and a FREE_SPACE_INFO
+ * counting the runs.  Groups keep the form they have; converting between
+ * the two is a policy of the kernel, and either is valid at any count.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "errctx.h"
+#include "free-space-tree.h"
+#include "transaction.h"
+
+static int fst_root(struct tlog_trans *trans, struct btrfs_root **ret)
+{
+	return btrfs_read_root(trans->fs, BTRFS_FREE_SPACE_TREE_OBJECTID, ret);
+}
+
+/* Add @delta to the group's FREE_SPACE_INFO extent count. */
+static int update_info(struct tlog_trans *trans, struct btrfs_root *root,
+		       const struct tlog_block_group *bg, int delta)
+{
+	struct btrfs_key key = { bg->start, BTRFS_FREE_SPACE_INFO_KEY, bg->length };
+	struct btrfs_free_space_info *info;
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, root, &key, &path, 0);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "block group %llu has no free space info",
+				 (unsigned long long)bg->start);
+	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) < sizeof(*info))
+		ret = tlog_error(-EUCLEAN, "free space info of %llu is too small",
+				 (unsigned long long)bg->start);
+	if (ret == 0) {
+		info = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+		btrfs_set_free_space_info_extent_count(info,
+			btrfs_free_space_info_extent_count(info) + delta);
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+/* Whether the group keeps its free space as bitmaps. */
+static int uses_bitmaps(struct btrfs_root *root, const struct tlog_block_group *bg, bool *ret)
+{
+	struct btrfs_key key = { bg->start, BTRFS_FREE_SPACE_INFO_KEY, bg->length };
+	struct btrfs_path path;
+	int err;
+
+	btrfs_init_path(&path);
+	err = btrfs_search_slot(root, &key, &path);
+	if (err > 0)
+		err = tlog_error(-EUCLEAN, "block group %llu has no free space info",
+				 (unsigned long long)bg->start);
+	if (err == 0) {
+		const struct btrfs_free_space_info *info = btrfs_item_ptr(path.nodes[0],
+									  path.slots[0]);
+
+		if (btrfs_item_size(path.nodes[0], path.slots[0]) < sizeof(*info))
+			err = -EUCLEAN;
+		else
+			*ret = btrfs_free_space_info_flags(info) & BTRFS_FREE_SPACE_USING_BITMAPS;
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
+/* ---- bitmap form: bit i of an item is the sector at key.objectid + i * sectorsize ---- */
+
+/*
+ * Position @path on the bitmap item covering @pos (for writing when @trans
+ * is given).  1 when no bitmap covers it.
+ */
+static int find_bitmap(struct tlog_trans *trans, struct btrfs_root *root, u64 pos,
+		       struct btrfs_path *path, struct btrfs_key *found)
+{
+	struct btrfs_key key = { pos, BTRFS_FREE_SPACE_BITMAP_KEY, (u64)-1 };
+	int ret;
+
+	ret = btrfs_search_slot(root, &key, path);
+	if (ret > 0)
+		ret = btrfs_prev_item(root, path);
+	if (ret)
+		return ret;
+	btrfs_item_key_to_cpu(path->nodes[0], found, path->slots[0]);
+	if (found->type != BTRFS_FREE_SPACE_BITMAP_KEY || found->objectid > pos ||
+	    pos - found->objectid >= found->offset)
+		return 1;
+	if (!trans)
+		return 0;
+	btrfs_release_path(path);
+	return btrfs_search_slot_for_write(trans, root, found, path, 0);
+}
+
+static int bitmap_bit(struct btrfs_root *root, const struct tlog_block_group *bg, u64 pos,
+		      bool *free_bit)
+{
+	u32 ss = root->fs->sectorsize;
+	struct btrfs_path path;
+	struct btrfs_key key;
+	int ret;
+
+	*free_bit = false;
+	if (pos < bg->start || pos >= bg->start + bg->length)
+		return 0;
+	btrfs_init_path(&path);
+	ret = find_bitmap(NULL, root, pos, &path, &key);
+	if (ret == 0) {
+		u64 bit = (pos - key.objectid) / ss;
+		const u8 *bits = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+
+		if (bit / 8 >= btrfs_item_size(path.nodes[0], path.slots[0]))
+			ret = -EUCLEAN;
+		else
+			*free_bit = bits[bit / 8] & (1U << (bit % 8));
+	}
+	btrfs_release_path(&path);
+	return ret < 0 ? ret : 0;
+}
+
+/* Set (free) or clear (allocated) the bits of [start, start + len). */
+static int bitmap_set_range(struct tlog_trans *trans, struct btrfs_root *root,
+			    const struct tlog_block_group *bg, u64 start, u64 len, bool set)
+{
+	u32 ss = trans->fs->sectorsize;
+	struct btrfs_path path;
+	struct btrfs_key key;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = find_bitmap(trans, root, start, &path, &key);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "no free space bitmap covers %llu in group %llu",
+				 (unsigned long long)start, (unsigned long long)bg->start);
+	if (ret == 0 && start + len > key.objectid + key.offset)
+		ret = tlog_error(-EOPNOTSUPP, "range %llu+%llu crosses a free space bitmap",
+				 (unsigned long long)start, (unsigned long long)len);
+	if (ret == 0) {
+		u8 *bits = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+		u32 size = btrfs_item_size(path.nodes[0], path.slots[0]);
+
+		for (u64 pos = start; pos < start + len; pos += ss) {
+			u64 bit = (pos - key.objectid) / ss;
+
+			if (bit / 8 >= size) {
+				ret = -EUCLEAN;
+				break;
+			}
+			if (!!(bits[bit / 8] & (1U << (bit % 8))) == set) {
+				ret = tlog_error(-EUCLEAN, "sector %llu is already %s in the free space tree",
+						 (unsigned long long)pos, set ? "free" : "allocated");
+				break;
+			}
+			bits[bit / 8] ^= 1U << (bit % 8);
+		}
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+/*
+ * Change a range in bitmap form; the run count changes by whether its
+ * neighbours are free: a freed range between two free ones joins them
+ * (-1), between two used ones makes a run (+1); taking one does the reverse.
+ */
+static int bitmap_change(struct tlog_trans *trans, struct btrfs_root *root,
+			 const struct tlog_block_group *bg, u64 start, u64 len, bool set)
+{
+	bool left, right;
+	int ret, delta;
+
+	ret = bitmap_bit(root, bg, start - trans->fs->sectorsize, &left);
+	if (!ret)
+		ret = bitmap_bit(root, bg, start + len, &right);
+	if (!ret)
+		ret = bitmap_set_range(trans, root, bg, start, len, set);
+	if (ret)
+		return ret;
+	delta = (left && right) ? -1 : (!left && !right) ? 1 : 0;
+	return update_info(trans, root, bg, set ? delta : -delta);
+}
+
+/* The free extent item with the highest start <= @pos in the group, if any. */
+static int find_extent_before(struct tlog_trans *trans, struct btrfs_root *root,
+			      const struct tlog_block_group *bg, u64 pos,
+			      struct btrfs_key *found)
+{
+	struct btrfs_key key = { pos, BTRFS_FREE_SPACE_EXTENT_KEY, (u64)-1 };
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(root, &key, &path);
+	if (ret > 0)
+		ret = btrfs_prev_item(root, &path);
+	while (ret == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], found, path.slots[0]);
+		if (found->objectid < bg->start) {
+			ret = 1;
+			break;
+		}
+		if (found->type == BTRFS_FREE_SPACE_EXTENT_KEY)
+			break;
+		if (found->type == BTRFS_FREE_SPACE_BITMAP_KEY) {
+			ret = tlog_error(-EOPNOTSUPP, "free space bitmaps are not changed yet");
+			break;
+		}
+		ret = btrfs_prev_item(root, &path);
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+static int insert_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 start, u64 len)
+{
+	struct btrfs_key key = { start, BTRFS_FREE_SPACE_EXTENT_KEY, len };
+
+	return btrfs_insert_item(trans, root, &key, NULL, 0);
+}
+
+int fst_remove_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
+		     u64 start, u64 len)
+{
+	struct btrfs_root *root;
+	struct btrfs_key ext;
+	u64 end = start + len, ext_end;
+	int ret, delta = -1;
+
+	bool bitmaps = false;
+
+	ret = fst_root(trans, &root);
+	if (!ret)
+		ret = uses_bitmaps(root, bg, &bitmaps);
+	if (ret)
+		return ret;
+	if (bitmaps)
+		return bitmap_change(trans, root, bg, start, len, false);
+	ret = find_extent_before(trans, root, bg, start, &ext);
+	if (ret == 0 && (ext_end = ext.objectid + ext.offset) >= end) {
+		ret = btrfs_delete_item(trans, root, &ext);
+		if (!ret && ext.objectid < start) {
+			ret = insert_extent(trans, root, ext.objectid, start - ext.objectid);
+			delta++;
+		}
+		if (!ret && ext_end > end) {
+			ret = insert_extent(trans, root, end, ext_end - end);
+			delta++;
+		}
+		return ret ? ret : update_info(trans, root, bg, delta);
+	}
+	if (ret < 0)
+		return ret;
+	return tlog_error(-EUCLEAN, "free space tree does not list %llu+%llu as free",
+			  (unsigned long long)start, (unsigned long long)len);
+}
+
+int fst_add_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
+		  u64 start, u64 len)
+{
+	struct btrfs_root *root;
+	struct btrfs_key left, right;
+	u64 new_start = start, new_end = start + len;
+	int ret, delta = 1;
+
+	bool bitmaps = false;
+
+	ret = fst_root(trans, &root);
+	if (!ret)
+		ret = uses_bitmaps(root, bg, &bitmaps);
+	if (ret)
+		return ret;
+	if (bitmaps)
+		return bitmap_change(trans, root, bg, start, len, true);
+	/* a free run ending at @start merges in */
+	ret = find_extent_before(trans, root, bg, start, &left);
+	if (ret < 0)
+		return ret;
+	if (ret == 0 && left.objectid + left.offset > start)
+		return tlog_error(-EUCLEAN, "range %llu+%llu is already free",
+				  (unsigned long long)start, (unsigned long long)len);
+	if (ret == 0 && left.objectid + left.offset == start) {
+		ret = btrfs_delete_item(trans, root, &left);
+		if (ret)
+			return ret;
+		new_start = left.objectid;
+		delta--;
+	}
+	/* so does one starting at the end */
+	ret = find_extent_before(trans, root, bg, new_end, &right);
+	if (ret < 0)
+		return ret;
+	if (ret == 0 && right.objectid == new_end) {
+		ret = btrfs_delete_item(trans, root, &right);
+		if (ret)
+			return ret;
+		new_end = right.objectid + right.offset;
+		delta--;
+	}
+	ret = insert_extent(trans, root, new_start, new_end - new_start);
+	return ret ? ret : update_info(trans, root, bg, delta);
+}

@@ -1,0 +1,584 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Transactions on an image: allocation of tree blocks, the bookkeeping of
+ * commit (extent items, free space tree, block group used, root items) and
+ * the write order that keeps the committed state intact until the new
+ * superblock is on disk.
+ *
+ * Tree block references are recorded at commit rather than as blocks are
+ * allocated, because recording them changes the extent and free space
+ * trees, which allocates and frees more blocks: commit runs the pending
+ * records until a pass leaves nothing new, as the kernel runs its delayed
+ * references.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "blockdev.h"
+#include "block-group.h"
+#include "csum.h"
+#include "disk-io.h"
+#include "errctx.h"
+#include "free-space-tree.h"
+#include "transaction.h"
+#include "volumes.h"
+
+struct block_rec {
+	u64 bytenr;
+	u64 owner;
+	int level;
+};
+
+struct rec_list {
+	struct block_rec *v;
+	size_t nr, cap;
+};
+
+struct trans_state {
+	struct tlog_trans trans;
+	struct tlog_block_groups bgs;
+	struct rec_list pending_new;	/* allocated, extent item not yet inserted */
+	struct rec_list recorded_new;	/* allocated and recorded in this transaction */
+	struct rec_list pending_free;	/* extent item to delete */
+	struct rec_list pinned;		/* free only after the superblock is written */
+	struct btrfs_root *dirty_roots[64];
+	int nr_dirty_roots;
+};
+
+static struct trans_state *state_of(struct tlog_trans *trans)
+{
+	return trans->priv;
+}
+
+static int rec_push(struct rec_list *l, const struct block_rec *r)
+{
+	if (l->nr == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct block_rec *p = realloc(l->v, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		l->v = p;
+		l->cap = cap;
+	}
+	l->v[l->nr++] = *r;
+	return 0;
+}
+
+/* Remove the record of @bytenr from @l; true if it was there. */
+static bool rec_take(struct rec_list *l, u64 bytenr)
+{
+	for (size_t i = l->nr; i-- > 0;) {
+		if (l->v[i].bytenr != bytenr)
+			continue;
+		l->v[i] = l->v[--l->nr];
+		return true;
+	}
+	return false;
+}
+
+static int mark_root_dirty(struct trans_state *st, struct btrfs_root *root)
+{
+	for (int i = 0; i < st->nr_dirty_roots; i++)
+		if (st->dirty_roots[i] == root)
+			return 0;
+	if (st->nr_dirty_roots == (int)(sizeof(st->dirty_roots) / sizeof(st->dirty_roots[0])))
+		return tlog_error(-E2BIG, "too many trees changed in one transaction");
+	st->dirty_roots[st->nr_dirty_roots++] = root;
+	return 0;
+}
+
+/* ---- allocator ops ---- */
+
+static int trans_alloc_block(struct tlog_trans *trans, struct btrfs_root *root, int level,
+			     u64 *bytenr)
+{
+	struct trans_state *st = state_of(trans);
+	struct tlog_fs *fs = trans->fs;
+	u64 type = root->root_key.objectid == BTRFS_CHUNK_TREE_OBJECTID ?
+		   BTRFS_BLOCK_GROUP_SYSTEM : BTRFS_BLOCK_GROUP_METADATA;
+	struct block_rec rec;
+	int err;
+
+	if (root->root_key.objectid == BTRFS_CHUNK_TREE_OBJECTID)
+		return tlog_error(-EOPNOTSUPP, "the chunk tree cannot be changed yet");
+	err = btrfs_alloc_range(&st->bgs, type, fs->nodesize, fs->nodesize, bytenr);
+	if (err)
+		return err;
+	rec = (struct block_rec){ *bytenr, root->root_key.objectid, level };
+	err = rec_push(&st->pending_new, &rec);
+	return err ? err : mark_root_dirty(st, root);
+}
+
+static int trans_free_block(struct tlog_trans *trans, struct btrfs_root *root, u64 bytenr,
+			    int level)
+{
+	struct trans_state *st = state_of(trans);
+	struct block_rec rec = { bytenr, root->root_key.objectid, level };
+	int err = mark_root_dirty(st, root);
+
+	if (err)
+		return err;
+	/* never recorded anywhere: its space is simply free again */
+	if (rec_take(&st->pending_new, bytenr))
+		return btrfs_free_range(&st->bgs, bytenr, trans->fs->nodesize);
+	return rec_push(&st->pending_free, &rec);
+}
+
+static const struct tlog_trans_ops image_trans_ops = {
+	.alloc_tree_block = trans_alloc_block,
+	.free_tree_block = trans_free_block,
+};
+
+int tlog_trans_start(struct tlog_fs *fs, struct tlog_trans **ret)
+{
+	struct trans_state *st;
+	int err;
+
+	if (!fs->bdev || !fs->bdev->writable)
+		return tlog_error(-EROFS, "the image is open read-only");
+	if (fs->log_root_tree)
+		return tlog_error(-EBUSY, "the image has a log tree: replay or discard it first");
+	if (fs->incompat & (BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS |
+			    BTRFS_FEATURE_INCOMPAT_METADATA_UUID))
+		return tlog_error(-EOPNOTSUPP, "writing to this feature set is not supported yet");
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	err = btrfs_load_block_groups(fs, &st->bgs);
+	if (err) {
+		free(st);
+		return err;
+	}
+	st->trans = (struct tlog_trans){ .fs = fs, .transid = fs->generation + 1,
+					 .ops = &image_trans_ops, .priv = st };
+	*ret = &st->trans;
+	return 0;
+}
+
+static void free_state(struct trans_state *st)
+{
+	btrfs_free_block_groups(&st->bgs);
+	free(st->pending_new.v);
+	free(st->recorded_new.v);
+	free(st->pending_free.v);
+	free(st->pinned.v);
+	free(st);
+}
+
+void tlog_trans_abort(struct tlog_trans *trans)
+{
+	struct tlog_fs *fs = trans->fs;
+
+	/* new blocks are forgotten; the cached copies of the old ones are still right */
+	while (!list_empty(&fs->dirty_blocks)) {
+		struct extent_buffer *eb = list_first_entry(&fs->dirty_blocks,
+							    struct extent_buffer, dirty_list);
+
+		btrfs_forget_tree_block(fs, eb->start);
+	}
+	free_state(state_of(trans));
+}
+
+/* ---- recording references ---- */
+
+static int extent_root(struct tlog_trans *trans, struct btrfs_root **ret)
+{
+	return btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, ret);
+}
+
+static bool skinny(const struct tlog_fs *fs)
+{
+	return fs->incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
+}
+
+/* The extent item of a new tree block: refs 1, one inline TREE_BLOCK_REF. */
+static int insert_tree_block_ref(struct tlog_trans *trans, const struct block_rec *r)
+{
+	struct tlog_fs *fs = trans->fs;
+	u8 buf[sizeof(struct btrfs_extent_item) + sizeof(struct btrfs_tree_block_info) +
+	       sizeof(struct btrfs_extent_inline_ref)] = { 0 };
+	struct btrfs_extent_item *ei = (struct btrfs_extent_item *)buf;
+	struct btrfs_extent_inline_ref *iref;
+	struct btrfs_key key = { r->bytenr, BTRFS_METADATA_ITEM_KEY, (u64)r->level };
+	struct btrfs_root *root;
+	u32 size = sizeof(*ei);
+	int err;
+
+	err = extent_root(trans, &root);
+	if (err)
+		return err;
+	btrfs_set_extent_item_refs(ei, 1);
+	btrfs_set_extent_item_generation(ei, trans->transid);
+	btrfs_set_extent_item_flags(ei, BTRFS_EXTENT_FLAG_TREE_BLOCK);
+	if (!skinny(fs)) {
+		struct btrfs_tree_block_info *info = (void *)(buf + size);
+		const struct extent_buffer *eb = btrfs_find_cached_block(fs, r->bytenr);
+
+		key.type = BTRFS_EXTENT_ITEM_KEY;
+		key.offset = fs->nodesize;
+		if (eb && btrfs_header_nritems_eb(eb))
+			info->key = r->level ? btrfs_key_ptr_nr(eb, 0)->key : btrfs_item_nr(eb, 0)->key;
+		btrfs_set_tree_block_info_level(info, r->level);
+		size += sizeof(*info);
+	}
+	iref = (void *)(buf + size);
+	btrfs_set_extent_inline_ref_type(iref, BTRFS_TREE_BLOCK_REF_KEY);
+	btrfs_set_extent_inline_ref_offset(iref, r->owner);
+	size += sizeof(*iref);
+	return btrfs_insert_item(trans, root, &key, buf, size);
+}
+
+/* Delete the extent item of a tree block that left its tree. */
+static int delete_tree_block_ref(struct tlog_trans *trans, const struct block_rec *r)
+{
+	struct tlog_fs *fs = trans->fs;
+	struct btrfs_key key = { r->bytenr, skinny(fs) ? BTRFS_METADATA_ITEM_KEY :
+				 BTRFS_EXTENT_ITEM_KEY,
+				 skinny(fs) ? (u64)r->level : fs->nodesize };
+	struct btrfs_root *root;
+	struct btrfs_path path;
+	int ret;
+
+	ret = extent_root(trans, &root);
+	if (ret)
+		return ret;
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, root, &key, &path, -1);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "tree block %llu has no extent item",
+				 (unsigned long long)r->bytenr);
+	if (ret == 0) {
+		const struct btrfs_extent_item *ei = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+
+		if (btrfs_item_size(path.nodes[0], path.slots[0]) < sizeof(*ei) ||
+		    btrfs_extent_item_refs(ei) != 1)
+			ret = tlog_error(-EOPNOTSUPP,
+					 "tree block %llu is shared (snapshots); the write path does not handle that yet",
+					 (unsigned long long)r->bytenr);
+		else
+			ret = btrfs_del_items(trans, root, &path, path.slots[0], 1);
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+static int account(struct trans_state *st, u64 bytenr, s64 delta, struct tlog_block_group **bg)
+{
+	*bg = btrfs_lookup_block_group(&st->bgs, bytenr);
+	if (!*bg)
+		return tlog_error(-EUCLEAN, "block %llu is in no block group",
+				  (unsigned long long)bytenr);
+	(*bg)->used += delta;
+	(*bg)->used_changed = true;
+	return 0;
+}
+
+static bool fst_enabled(const struct tlog_fs *fs)
+{
+	return fs->compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
+}
+
+static int run_one_new(struct trans_state *st, const struct block_rec *r)
+{
+	struct tlog_trans *trans = &st->trans;
+	struct tlog_block_group *bg;
+	int err;
+
+	err = insert_tree_block_ref(trans, r);
+	if (!err)
+		err = account(st, r->bytenr, trans->fs->nodesize, &bg);
+	if (!err && fst_enabled(trans->fs))
+		err = fst_remove_range(trans, bg, r->bytenr, trans->fs->nodesize);
+	return err ? err : rec_push(&st->recorded_new, r);
+}
+
+static int run_one_free(struct trans_state *st, const struct block_rec *r)
+{
+	struct tlog_trans *trans = &st->trans;
+	struct tlog_block_group *bg;
+	bool new_here = rec_take(&st->recorded_new, r->bytenr);
+	int err;
+
+	err = delete_tree_block_ref(trans, r);
+	if (!err)
+		err = account(st, r->bytenr, -(s64)trans->fs->nodesize, &bg);
+	if (!err && fst_enabled(trans->fs))
+		err = fst_add_range(trans, bg, r->bytenr, trans->fs->nodesize);
+	if (err)
+		return err;
+	/* a block of this transaction never reached the disk: reuse it now */
+	if (new_here)
+		return btrfs_free_range(&st->bgs, r->bytenr, trans->fs->nodesize);
+	return rec_push(&st->pinned, r);
+}
+
+static int update_block_group_item(struct trans_state *st, struct tlog_block_group *bg)
+{
+	struct tlog_trans *trans = &st->trans;
+	struct tlog_fs *fs = trans->fs;
+	struct btrfs_key key = { bg->start, BTRFS_BLOCK_GROUP_ITEM_KEY, bg->length };
+	struct btrfs_root *root;
+	struct btrfs_path path;
+	int ret;
+
+	ret = btrfs_read_root(fs, (fs->compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE) ?
+			      BTRFS_BLOCK_GROUP_TREE_OBJECTID : BTRFS_EXTENT_TREE_OBJECTID, &root);
+	if (ret)
+		return ret;
+	bg->used_changed = false;
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, root, &key, &path, 0);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "block group item %llu not found",
+				 (unsigned long long)bg->start);
+	if (ret == 0)
+		btrfs_set_block_group_item_used(btrfs_item_ptr(path.nodes[0], path.slots[0]),
+						bg->used);
+	btrfs_release_path(&path);
+	return ret;
+}
+
+static bool is_subvolume(u64 objectid)
+{
+	return objectid == BTRFS_FS_TREE_OBJECTID ||
+	       (objectid >= BTRFS_FIRST_FREE_OBJECTID && objectid <= BTRFS_LAST_FREE_OBJECTID);
+}
+
+/* Bring a changed tree's ROOT_ITEM up to date; *@changed when it was not. */
+static int update_root_item(struct trans_state *st, struct btrfs_root *root, bool *changed)
+{
+	struct tlog_trans *trans = &st->trans;
+	struct btrfs_root_item *ri = &root->root_item;
+	struct btrfs_path path;
+	int ret;
+
+	*changed = false;
+	if (root == trans->fs->tree_root)
+		return 0;		/* reached through the superblock */
+	if (btrfs_root_item_bytenr(ri) == root->bytenr &&
+	    btrfs_root_item_level(ri) == root->level &&
+	    btrfs_root_item_generation(ri) == root->generation)
+		return 0;
+	btrfs_set_root_item_bytenr(ri, root->bytenr);
+	btrfs_set_root_item_level(ri, root->level);
+	btrfs_set_root_item_generation(ri, root->generation);
+	btrfs_set_root_item_generation_v2(ri, root->generation);
+	if (is_subvolume(root->root_key.objectid))
+		btrfs_set_root_item_ctransid(ri, trans->transid);
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, trans->fs->tree_root, &root->root_key, &path, 0);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "root item of tree %llu not found",
+				 (unsigned long long)root->root_key.objectid);
+	if (ret == 0) {
+		u32 size = btrfs_item_size(path.nodes[0], path.slots[0]);
+
+		memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0]), ri,
+		       size < sizeof(*ri) ? size : sizeof(*ri));
+		*changed = true;
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+/* Run the bookkeeping until a pass changes nothing more. */
+static int run_bookkeeping(struct trans_state *st)
+{
+	bool progress;
+	int err;
+
+	do {
+		progress = false;
+		while (st->pending_new.nr || st->pending_free.nr) {
+			struct block_rec r;
+
+			progress = true;
+			if (st->pending_new.nr) {
+				r = st->pending_new.v[0];
+				rec_take(&st->pending_new, r.bytenr);
+				err = run_one_new(st, &r);
+			} else {
+				r = st->pending_free.v[--st->pending_free.nr];
+				err = run_one_free(st, &r);
+			}
+			if (err)
+				return err;
+		}
+		for (size_t i = 0; i < st->bgs.nr; i++) {
+			if (!st->bgs.v[i].used_changed)
+				continue;
+			err = update_block_group_item(st, &st->bgs.v[i]);
+			if (err)
+				return err;
+			progress = true;
+		}
+		for (int i = 0; i < st->nr_dirty_roots; i++) {
+			bool changed;
+
+			err = update_root_item(st, st->dirty_roots[i], &changed);
+			if (err)
+				return err;
+			progress |= changed;
+		}
+	} while (progress);
+	return 0;
+}
+
+/* ---- writing ---- */
+
+static int write_tree_block(struct tlog_fs *fs, struct extent_buffer *eb)
+{
+	u64 physical[TLOG_MAX_STRIPES];
+	int copies, err;
+
+	btrfs_csum_data(fs->csum_type, eb->data + BTRFS_CSUM_SIZE,
+			fs->nodesize - BTRFS_CSUM_SIZE, eb_header(eb)->csum);
+	copies = btrfs_map_block(fs, eb->start, fs->nodesize, physical, TLOG_MAX_STRIPES);
+	if (copies < 0)
+		return copies;
+	for (int i = 0; i < copies; i++) {
+		err = tlog_bdev_write(fs->bdev, eb->data, fs->nodesize, physical[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int write_dirty_blocks(struct tlog_fs *fs)
+{
+	struct extent_buffer *eb;
+	int err;
+
+	list_for_each_eb(eb, &fs->dirty_blocks) {
+		err = write_tree_block(fs, eb);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static u64 root_bytenr_of(struct tlog_fs *fs, u64 objectid, u64 *gen, u8 *level)
+{
+	struct btrfs_root *root;
+
+	if (btrfs_read_root(fs, objectid, &root)) {
+		*gen = 0;
+		*level = 0;
+		return 0;
+	}
+	*gen = root->generation;
+	*level = root->level;
+	return root->bytenr;
+}
+
+/* Fill the next backup root slot, round robin after the newest. */
+static void fill_backup_root(struct tlog_fs *fs)
+{
+	struct btrfs_super_block *sb = &fs->super;
+	struct btrfs_root_backup *b;
+	u64 newest = 0, gen;
+	int slot = 0;
+	u8 level;
+
+	for (int i = 0; i < BTRFS_NUM_BACKUP_ROOTS; i++) {
+		if (btrfs_root_backup_tree_root_gen(&sb->super_roots[i]) > newest) {
+			newest = btrfs_root_backup_tree_root_gen(&sb->super_roots[i]);
+			slot = (i + 1) % BTRFS_NUM_BACKUP_ROOTS;
+		}
+	}
+	b = &sb->super_roots[slot];
+	memset(b, 0, sizeof(*b));
+	btrfs_set_root_backup_tree_root(b, fs->tree_root->bytenr);
+	btrfs_set_root_backup_tree_root_gen(b, fs->tree_root->generation);
+	btrfs_set_root_backup_tree_root_level(b, fs->tree_root->level);
+	btrfs_set_root_backup_chunk_root(b, fs->chunk_root->bytenr);
+	btrfs_set_root_backup_chunk_root_gen(b, fs->chunk_root->generation);
+	btrfs_set_root_backup_chunk_root_level(b, fs->chunk_root->level);
+#define BACKUP(field, objectid)						\
+	btrfs_set_root_backup_##field(b, root_bytenr_of(fs, objectid, &gen, &level)); \
+	btrfs_set_root_backup_##field##_gen(b, gen);			\
+	btrfs_set_root_backup_##field##_level(b, level);
+	BACKUP(extent_root, BTRFS_EXTENT_TREE_OBJECTID)
+	BACKUP(fs_root, BTRFS_FS_TREE_OBJECTID)
+	BACKUP(dev_root, BTRFS_DEV_TREE_OBJECTID)
+	BACKUP(csum_root, BTRFS_CSUM_TREE_OBJECTID)
+#undef BACKUP
+	btrfs_set_root_backup_total_bytes(b, btrfs_super_block_total_bytes(sb));
+	btrfs_set_root_backup_bytes_used(b, btrfs_super_block_bytes_used(sb));
+	btrfs_set_root_backup_num_devices(b, btrfs_super_block_num_devices(sb));
+}
+
+static int write_supers(struct tlog_trans *trans)
+{
+	struct trans_state *st = state_of(trans);
+	struct tlog_fs *fs = trans->fs;
+	struct btrfs_super_block *sb = &fs->super;
+	u64 used = 0;
+	int err;
+
+	for (size_t i = 0; i < st->bgs.nr; i++)
+		used += st->bgs.v[i].used;
+	if (btrfs_super_block_uuid_tree_generation(sb) == fs->generation)
+		btrfs_set_super_block_uuid_tree_generation(sb, trans->transid);
+	btrfs_set_super_block_generation(sb, trans->transid);
+	btrfs_set_super_block_root(sb, fs->tree_root->bytenr);
+	btrfs_set_super_block_root_level(sb, fs->tree_root->level);
+	btrfs_set_super_block_bytes_used(sb, used);
+	fill_backup_root(fs);
+
+	for (int mirror = 0; mirror < BTRFS_SUPER_MIRROR_MAX; mirror++) {
+		u64 off = btrfs_sb_offset(mirror);
+
+		if (off + BTRFS_SUPER_INFO_SIZE > fs->bdev->size)
+			break;
+		btrfs_set_super_block_bytenr(sb, off);
+		btrfs_csum_data(fs->csum_type, (u8 *)sb + BTRFS_CSUM_SIZE,
+				BTRFS_SUPER_INFO_SIZE - BTRFS_CSUM_SIZE, sb->csum);
+		err = tlog_bdev_write(fs->bdev, sb, BTRFS_SUPER_INFO_SIZE, off);
+		if (err)
+			return err;
+	}
+	btrfs_set_super_block_bytenr(sb, btrfs_sb_offset(fs->super_mirror));
+	return 0;
+}
+
+int tlog_trans_commit(struct tlog_trans *trans)
+{
+	struct trans_state *st = state_of(trans);
+	struct tlog_fs *fs = trans->fs;
+	int err;
+
+	err = run_bookkeeping(st);
+	/* the root tree block must carry the new generation even if untouched */
+	if (!err && fs->tree_root->generation != trans->transid) {
+		struct btrfs_path path;
+		struct btrfs_key key = { 0, 0, 0 };
+
+		btrfs_init_path(&path);
+		err = btrfs_search_slot_for_write(trans, fs->tree_root, &key, &path, 0);
+		btrfs_release_path(&path);
+		err = err < 0 ? err : run_bookkeeping(st);
+	}
+	if (!err)
+		err = write_dirty_blocks(fs);
+	if (!err)
+		err = tlog_bdev_flush(fs->bdev);
+	if (!err)
+		err = write_supers(trans);
+	if (!err)
+		err = tlog_bdev_flush(fs->bdev);
+	if (err) {
+		tlog_trans_abort(trans);
+		return err;
+	}
+	/* committed: the blocks are on disk and freed space is free again */
+	while (!list_empty(&fs->dirty_blocks))
+		btrfs_clear_buffer_dirty(fs, list_first_entry(&fs->dirty_blocks,
+							      struct extent_buffer, dirty_list));
+	fs->generation = trans->transid;
+	free_state(st);
+	return 0;
+}

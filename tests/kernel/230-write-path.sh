@@ -1,0 +1,42 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The copy-on-write write path on images made by mkfs.btrfs: thousands of
+# directories created over several transactions (splits, new tree levels,
+# extent items, free space tree, block group items, root items, superblock)
+# must pass btrfs check, be seen by tlogctl and by the kernel, and survive
+# the kernel writing to the image afterwards.
+. "$(dirname "$0")/../common.sh"
+need_cmd mkfs.btrfs btrfs
+WTEST="$BUILDDIR/tests/tools/wtest"
+[ -x "$WTEST" ] || fail "tests/tools/wtest is not built"
+
+check_clean() {
+	btrfs check --readonly "$1" > "$TMP/check.out" 2>&1 || {
+		tail -20 "$TMP/check.out"; fail "$2: btrfs check found errors"; }
+}
+
+need_mount
+img="$TMP/w.img"
+mnt="$TMP/mnt"
+for opts in "" "-n 4096" "-n 65536 -m single" "-O ^skinny-metadata" "-R ^free-space-tree" \
+	    "--csum sha256" "--csum xxhash -n 8192"; do
+	what="mkfs.btrfs $opts"
+	make_image "$img" 512M $opts
+	"$WTEST" mkdir "$img" 3000 700 dir || fail "$what: wtest mkdir failed"
+	check_clean "$img" "$what"
+	tl ls "$img" / > "$TMP/ls" || fail "$what: tlogctl ls"
+	[ "$(wc -l < "$TMP/ls")" = 3000 ] || fail "$what: tlogctl ls shows $(wc -l < "$TMP/ls") entries"
+	tl dump-tree "$img" > /dev/null || fail "$what: dump-tree of the result"
+	mount_image "$img" "$mnt"
+	[ "$(ls "$mnt" | wc -l)" = 3000 ] || fail "$what: the kernel sees $(ls "$mnt" | wc -l) entries"
+	[ -d "$mnt/dir-02999" ] || fail "$what: dir-02999 missing"
+	[ "$(stat -c %s "$mnt")" = $((3000 * 9 * 2)) ] || fail "$what: root dir size $(stat -c %s "$mnt")"
+	mkdir "$mnt/by-kernel" && echo data > "$mnt/dir-00007/file" && rmdir "$mnt/dir-01000" ||
+		fail "$what: the kernel cannot change the image"
+	umount_image "$mnt"
+	check_clean "$img" "$what, after the kernel wrote"
+	# and a second round on top of the kernel's changes
+	"$WTEST" mkdir "$img" 500 250 more || fail "$what: second wtest round"
+	check_clean "$img" "$what, second round"
+done
+exit 0
