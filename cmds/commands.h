@@ -13,5 +13,6 @@ extern const struct cmd_struct cmd_struct_fiemap;
 extern const struct cmd_struct cmd_struct_seek;
 extern const struct cmd_struct cmd_struct_cat;
 extern const struct cmd_struct cmd_struct_export;
+extern const struct cmd_struct cmd_struct_mkfs;
 
 #endif

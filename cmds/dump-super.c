@@ -265,6 +265,9 @@ static void print_backup_roots(const struct btrfs_super_block *sb)
 	for (int i = 0; i < BTRFS_NUM_BACKUP_ROOTS; i++) {
 		const struct btrfs_root_backup *b = &sb->super_roots[i];
 
+		/* btrfs-progs stops at the first slot never filled */
+		if (!btrfs_root_backup_tree_root(b) && !btrfs_root_backup_tree_root_gen(b))
+			break;
 		printf("\tbackup %d:\n", i);
 #define X(f, label)							\
 		printf("\t\t" label "%llu\tgen: %llu\tlevel: %u\n",	\

@@ -20,6 +20,7 @@ static const struct cmd_struct *const commands[] = {
 	&cmd_struct_seek,
 	&cmd_struct_cat,
 	&cmd_struct_export,
+	&cmd_struct_mkfs,
 	NULL,
 };
 

@@ -119,7 +119,7 @@ int tlog_bdev_open_file(const char *path, int mode, struct tlog_bdev **ret)
 	struct stat st;
 	int fd, err;
 
-	fd = open(path, (mode == TLOG_BDEV_RDWR ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	fd = open(path, (mode & TLOG_BDEV_RDWR ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	if (fd < 0)
 		return tlog_error(-errno, "%s", strerror(errno));
 	if (fstat(fd, &st) < 0) {
@@ -131,6 +131,19 @@ int tlog_bdev_open_file(const char *path, int mode, struct tlog_bdev **ret)
 		close(fd);
 		return tlog_error(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 				  "not a regular file or block device");
+	}
+	if (S_ISBLK(st.st_mode) && (mode & TLOG_BDEV_EXCL)) {
+		/* O_EXCL on a block device claims it: EBUSY while mounted or held */
+		int xfd = open(path, O_RDWR | O_EXCL | O_CLOEXEC);
+
+		if (xfd < 0) {
+			err = -errno;
+			close(fd);
+			return tlog_error(err, "%s", err == -EBUSY ?
+					  "device is busy (mounted or in use)" : strerror(-err));
+		}
+		close(fd);
+		fd = xfd;
 	}
 
 	bdev = calloc(1, sizeof(*bdev));
@@ -144,7 +157,7 @@ int tlog_bdev_open_file(const char *path, int mode, struct tlog_bdev **ret)
 	fb->fd = fd;
 	bdev->priv = fb;
 	bdev->ops = &file_bdev_ops;
-	bdev->writable = mode == TLOG_BDEV_RDWR;
+	bdev->writable = mode & TLOG_BDEV_RDWR;
 	bdev->is_blockdev = S_ISBLK(st.st_mode);
 	if (bdev->is_blockdev) {
 		u64 size = 0;
@@ -224,4 +237,101 @@ void tlog_bdev_readahead(struct tlog_bdev *bdev, u64 offset, u64 len)
 {
 	if (bdev->ops->readahead && offset < bdev->size)
 		bdev->ops->readahead(bdev, offset, len);
+}
+
+/* ---- fault injection ---- */
+
+struct fault_bdev {
+	struct tlog_bdev *inner;
+	int mode;
+	u64 nth;
+	u64 seen;	/* writes issued so far */
+};
+
+static struct fault_bdev *fault_of(struct tlog_bdev *bdev)
+{
+	return bdev->priv;
+}
+
+static bool fault_tripped(struct tlog_bdev *bdev)
+{
+	struct fault_bdev *fb = fault_of(bdev);
+
+	return fb->seen >= fb->nth;
+}
+
+static int fault_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
+{
+	return tlog_bdev_read(fault_of(bdev)->inner, buf, len, offset);
+}
+
+static int fault_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset)
+{
+	struct fault_bdev *fb = fault_of(bdev);
+
+	fb->seen++;
+	if (!fault_tripped(bdev))
+		return tlog_bdev_write(fb->inner, buf, len, offset);
+	if (fb->mode == TLOG_FAULT_DROP)
+		return 0;
+	return tlog_error(-EIO, "injected failure of write %llu (%zu bytes at %llu)",
+			  (unsigned long long)fb->seen, len, (unsigned long long)offset);
+}
+
+static int fault_flush(struct tlog_bdev *bdev)
+{
+	struct fault_bdev *fb = fault_of(bdev);
+
+	if (!fault_tripped(bdev))
+		return tlog_bdev_flush(fb->inner);
+	if (fb->mode == TLOG_FAULT_DROP)
+		return 0;
+	return tlog_error(-EIO, "injected failure of a flush after write %llu",
+			  (unsigned long long)fb->seen);
+}
+
+static void fault_readahead(struct tlog_bdev *bdev, u64 offset, u64 len)
+{
+	tlog_bdev_readahead(fault_of(bdev)->inner, offset, len);
+}
+
+static void fault_close(struct tlog_bdev *bdev)
+{
+	tlog_bdev_close(fault_of(bdev)->inner);
+	free(bdev->priv);
+}
+
+static const struct tlog_bdev_ops fault_bdev_ops = {
+	.read = fault_read,
+	.write = fault_write,
+	.flush = fault_flush,
+	.readahead = fault_readahead,
+	.close = fault_close,
+};
+
+int tlog_bdev_wrap_fault(struct tlog_bdev *inner, int mode, u64 nth, struct tlog_bdev **ret)
+{
+	struct tlog_bdev *bdev;
+	struct fault_bdev *fb;
+
+	if ((mode != TLOG_FAULT_FAIL && mode != TLOG_FAULT_DROP) || nth == 0)
+		return tlog_error(-EINVAL, "bad fault injection mode %d or write number %llu",
+				  mode, (unsigned long long)nth);
+	bdev = calloc(1, sizeof(*bdev));
+	fb = calloc(1, sizeof(*fb));
+	if (!bdev || !fb || !(bdev->name = strdup(inner->name))) {
+		free(fb);
+		free(bdev);
+		return -ENOMEM;
+	}
+	fb->inner = inner;
+	fb->mode = mode;
+	fb->nth = nth;
+	bdev->priv = fb;
+	bdev->ops = &fault_bdev_ops;
+	bdev->size = inner->size;
+	bdev->writable = inner->writable;
+	bdev->is_blockdev = inner->is_blockdev;
+	*ret = bdev;
+	return 0;
 }

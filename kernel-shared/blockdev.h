@@ -41,10 +41,24 @@ struct tlog_bdev {
 
 #define TLOG_BDEV_RDONLY	0
 #define TLOG_BDEV_RDWR		1
+/* Or'ed to RDWR: open a block device O_EXCL, which fails with EBUSY while mounted. */
+#define TLOG_BDEV_EXCL		2
 
 /* Open a regular file or block device.  Returns 0 or -errno. */
 int tlog_bdev_open_file(const char *path, int mode, struct tlog_bdev **ret);
 void tlog_bdev_close(struct tlog_bdev *bdev);
+
+/*
+ * Fault injection, for testing crash safety: a backend that passes
+ * everything to @inner (which it then owns and closes) except writes from
+ * the @nth on (counting from 1):
+ *	TLOG_FAULT_FAIL	they and all later writes and flushes fail with EIO;
+ *	TLOG_FAULT_DROP	they and all later writes and flushes are silently
+ *			discarded and report success, as on a power cut.
+ */
+#define TLOG_FAULT_FAIL		1
+#define TLOG_FAULT_DROP		2
+int tlog_bdev_wrap_fault(struct tlog_bdev *inner, int mode, u64 nth, struct tlog_bdev **ret);
 
 int tlog_bdev_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset);
 /* Read consecutive bytes at @offset into the pieces of @iov, in order. */

@@ -18,10 +18,17 @@ check_clean() {
 need_mount
 img="$TMP/w.img"
 mnt="$TMP/mnt"
+# images from mkfs.btrfs, and from tlogctl mkfs (block group tree)
 for opts in "" "-n 4096" "-n 65536 -m single" "-O ^skinny-metadata" "-R ^free-space-tree" \
-	    "--csum sha256" "--csum xxhash -n 8192"; do
-	what="mkfs.btrfs $opts"
-	make_image "$img" 512M $opts
+	    "--csum sha256" "--csum xxhash -n 8192" "tlogctl" "tlogctl -n 4096 --csum blake2"; do
+	if [ "${opts%% *}" = tlogctl ]; then
+		what="tlogctl mkfs ${opts#tlogctl}"
+		rm -f "$img"
+		tl mkfs -q -b 512M ${opts#tlogctl} "$img" || fail "$what"
+	else
+		what="mkfs.btrfs $opts"
+		make_image "$img" 512M $opts
+	fi
 	"$WTEST" mkdir "$img" 3000 700 dir || fail "$what: wtest mkdir failed"
 	check_clean "$img" "$what"
 	tl ls "$img" / > "$TMP/ls" || fail "$what: tlogctl ls"
