@@ -52,6 +52,8 @@ struct tlog_open_opts {
 	int super_mirror;		/* -1: pick the newest valid copy */
 	bool writable;
 	bool skip_chunk_tree;		/* dump-super: superblock only */
+	int fault_mode;			/* tests: TLOG_FAULT_* from the @fault_nth write */
+	u64 fault_nth;
 };
 
 struct tlog_fs {

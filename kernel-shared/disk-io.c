@@ -781,6 +781,8 @@ int tlog_open(const char *path, const struct tlog_open_opts *opts, struct tlog_f
 
 	err = tlog_bdev_open_file(path, opts->writable ? TLOG_BDEV_RDWR : TLOG_BDEV_RDONLY,
 				  &fs->bdev);
+	if (!err && opts->fault_mode)
+		err = tlog_bdev_wrap_fault(fs->bdev, opts->fault_mode, opts->fault_nth, &fs->bdev);
 	if (err)
 		goto fail;
 	err = btrfs_load_super(fs->bdev, opts->super_mirror, &fs->super, &fs->super_mirror);

@@ -5,7 +5,9 @@
  *   wtest mkdir IMAGE COUNT PER_TRANS PREFIX
  *
  * Creates COUNT directories PREFIX-NNNNN in the top-level directory,
- * committing a transaction every PER_TRANS of them.  The items are those
+ * committing a transaction every PER_TRANS of them.  TLOG_FAULT_INJECT=
+ * fail:N or drop:N makes the Nth write and all after it fail or vanish;
+ * the number of writes issued is printed on stderr.  The items are those
  * the kernel writes for mkdir, so btrfs check and a mount can judge the
  * result.  Not a user command: `tlogctl run` will do this properly.
  */
@@ -19,6 +21,7 @@
 #include "csum.h"
 #include "ctree.h"
 #include "errctx.h"
+#include "blockdev.h"
 #include "inode.h"
 #include "transaction.h"
 
@@ -153,6 +156,17 @@ int main(int argc, char **argv)
 	}
 	count = atol(argv[3]);
 	per = atol(argv[4]);
+	if (getenv("TLOG_FAULT_INJECT")) {
+		char mode[8];
+		unsigned long long nth;
+
+		if (sscanf(getenv("TLOG_FAULT_INJECT"), "%7[a-z]:%llu", mode, &nth) != 2) {
+			fprintf(stderr, "wtest: bad TLOG_FAULT_INJECT\n");
+			return 2;
+		}
+		opts.fault_mode = strcmp(mode, "drop") ? TLOG_FAULT_FAIL : TLOG_FAULT_DROP;
+		opts.fault_nth = nth;
+	}
 	err = tlog_open(argv[2], &opts, &fs);
 	if (err) {
 		fprintf(stderr, "open: %s\n", tlog_error_get());
@@ -178,6 +192,7 @@ int main(int argc, char **argv)
 			tlog_trans_abort(trans);
 		fprintf(stderr, "wtest: %d %s\n", err, tlog_error_get() ? tlog_error_get() : "");
 	}
+	fprintf(stderr, "writes: %llu\n", (unsigned long long)fs->bdev->nr_writes);
 	tlog_close(fs);
 	return err ? 1 : 0;
 }
