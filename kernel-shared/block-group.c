@@ -282,7 +282,8 @@ int btrfs_alloc_range(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u6
 	}
 	return tlog_error(-ENOSPC, "no free space left for %llu bytes of %s",
 			  (unsigned long long)len,
-			  type_flags == BTRFS_BLOCK_GROUP_SYSTEM ? "system chunks" : "metadata");
+			  type_flags == BTRFS_BLOCK_GROUP_SYSTEM ? "system chunks" :
+			  type_flags == BTRFS_BLOCK_GROUP_DATA ? "data" : "metadata");
 }
 
 int btrfs_free_range(struct tlog_block_groups *bgs, u64 start, u64 len)
@@ -293,4 +294,38 @@ int btrfs_free_range(struct tlog_block_groups *bgs, u64 start, u64 len)
 		return tlog_error(-EUCLEAN, "freed range %llu is in no block group",
 				  (unsigned long long)start);
 	return add_free(bg, start, len);
+}
+
+int btrfs_add_block_group(struct tlog_fs *fs, struct tlog_block_groups *bgs, u64 start,
+			  u64 length, u64 flags)
+{
+	struct tlog_block_group *p = realloc(bgs->v, (bgs->nr + 1) * sizeof(*p)), *bg;
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	bgs->v = p;
+	bg = &bgs->v[bgs->nr++];
+	memset(bg, 0, sizeof(*bg));
+	bg->start = start;
+	bg->length = length;
+	bg->flags = flags;
+	err = add_free(bg, start, length);
+	if (!err)
+		err = exclude_super_stripes(fs, bg);
+	qsort(bgs->v, bgs->nr, sizeof(*bgs->v), cmp_bg);
+	return err;
+}
+
+u64 btrfs_free_bytes(const struct tlog_block_groups *bgs, u64 type_flags)
+{
+	u64 total = 0;
+
+	for (size_t g = 0; g < bgs->nr; g++) {
+		if ((bgs->v[g].flags & BTRFS_BLOCK_GROUP_TYPE_MASK) != type_flags)
+			continue;
+		for (size_t i = 0; i < bgs->v[g].nr_free; i++)
+			total += bgs->v[g].free[i].len;
+	}
+	return total;
 }

@@ -37,6 +37,15 @@ struct tlog_block_group *btrfs_lookup_block_group(struct tlog_block_groups *bgs,
 /* Take @len bytes aligned to @align from a group of type @type_flags. */
 int btrfs_alloc_range(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u64 align,
 		      u64 *ret);
+/* A new, empty block group (a chunk just allocated). */
+int btrfs_add_block_group(struct tlog_fs *fs, struct tlog_block_groups *bgs, u64 start,
+			  u64 length, u64 flags);
+/* Allocatable bytes left in the groups of @type_flags. */
+u64 btrfs_free_bytes(const struct tlog_block_groups *bgs, u64 type_flags);
+struct tlog_trans;
+/* A new chunk and block group of @type (DATA or METADATA), all of it free (chunk-alloc.c). */
+int btrfs_alloc_chunk(struct tlog_trans *trans, struct tlog_block_groups *bgs, u64 type);
+
 /* Give [start, start + len) back to its group's free space. */
 int btrfs_free_range(struct tlog_block_groups *bgs, u64 start, u64 len);
 

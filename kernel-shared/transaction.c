@@ -45,6 +45,7 @@ struct trans_state {
 	struct rec_list pinned;		/* free only after the superblock is written */
 	struct btrfs_root *dirty_roots[64];
 	int nr_dirty_roots;
+	bool allocating_chunk;		/* no new chunk while making one */
 };
 
 static struct trans_state *state_of(struct tlog_trans *trans)
@@ -92,6 +93,33 @@ static int mark_root_dirty(struct trans_state *st, struct btrfs_root *root)
 
 /* ---- allocator ops ---- */
 
+/* Metadata kept free so that making a new chunk never runs out itself. */
+#define METADATA_RESERVE(fs) (64ULL * (fs)->nodesize)
+
+/* A new chunk of @type, once at a time. */
+static int grow_space(struct trans_state *st, u64 type)
+{
+	int err;
+
+	if (st->allocating_chunk)
+		return -ENOSPC;
+	st->allocating_chunk = true;
+	err = btrfs_alloc_chunk(&st->trans, &st->bgs, type);
+	st->allocating_chunk = false;
+	return err;
+}
+
+/* Take space, adding a chunk when the groups of @type are full. */
+static int alloc_space(struct trans_state *st, u64 type, u64 len, u64 align, u64 *ret)
+{
+	int err = btrfs_alloc_range(&st->bgs, type, len, align, ret);
+
+	if (err != -ENOSPC || type == BTRFS_BLOCK_GROUP_SYSTEM)
+		return err;
+	err = grow_space(st, type);
+	return err ? err : btrfs_alloc_range(&st->bgs, type, len, align, ret);
+}
+
 static int trans_alloc_block(struct tlog_trans *trans, struct btrfs_root *root, int level,
 			     u64 *bytenr)
 {
@@ -102,9 +130,14 @@ static int trans_alloc_block(struct tlog_trans *trans, struct btrfs_root *root, 
 	struct block_rec rec;
 	int err;
 
-	if (root->root_key.objectid == BTRFS_CHUNK_TREE_OBJECTID)
-		return tlog_error(-EOPNOTSUPP, "the chunk tree cannot be changed yet");
-	err = btrfs_alloc_range(&st->bgs, type, fs->nodesize, fs->nodesize, bytenr);
+	/* add metadata space before it is short, not when nothing is left */
+	if (type == BTRFS_BLOCK_GROUP_METADATA && !st->allocating_chunk &&
+	    btrfs_free_bytes(&st->bgs, type) < METADATA_RESERVE(fs)) {
+		err = grow_space(st, type);
+		if (err && err != -ENOSPC)
+			return err;
+	}
+	err = alloc_space(st, type, fs->nodesize, fs->nodesize, bytenr);
 	if (err)
 		return err;
 	rec = (struct block_rec){ *bytenr, root->root_key.objectid, level };
@@ -281,6 +314,24 @@ static bool fst_enabled(const struct tlog_fs *fs)
 	return fs->compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
 }
 
+int tlog_trans_alloc_space(struct tlog_trans *trans, u64 type, u64 len, u64 align, u64 *ret)
+{
+	return alloc_space(state_of(trans), type, len, align, ret);
+}
+
+int tlog_trans_account_space(struct tlog_trans *trans, u64 bytenr, u64 len, bool allocated)
+{
+	struct trans_state *st = state_of(trans);
+	struct tlog_block_group *bg;
+	int err = account(st, bytenr, allocated ? (s64)len : -(s64)len, &bg);
+
+	if (err || !fst_enabled(trans->fs))
+		return err;
+	if (allocated)
+		return fst_remove_range(trans, bg, bytenr, len);
+	return fst_add_range(trans, bg, bytenr, len);
+}
+
 static int run_one_new(struct trans_state *st, const struct block_rec *r)
 {
 	struct tlog_trans *trans = &st->trans;
@@ -356,7 +407,7 @@ static int update_root_item(struct trans_state *st, struct btrfs_root *root, boo
 	int ret;
 
 	*changed = false;
-	if (root == trans->fs->tree_root)
+	if (root == trans->fs->tree_root || root == trans->fs->chunk_root)
 		return 0;		/* reached through the superblock */
 	if (btrfs_root_item_bytenr(ri) == root->bytenr &&
 	    btrfs_root_item_level(ri) == root->level &&
@@ -526,6 +577,9 @@ static int write_supers(struct tlog_trans *trans)
 	btrfs_set_super_block_generation(sb, trans->transid);
 	btrfs_set_super_block_root(sb, fs->tree_root->bytenr);
 	btrfs_set_super_block_root_level(sb, fs->tree_root->level);
+	btrfs_set_super_block_chunk_root(sb, fs->chunk_root->bytenr);
+	btrfs_set_super_block_chunk_root_level(sb, fs->chunk_root->level);
+	btrfs_set_super_block_chunk_root_generation(sb, fs->chunk_root->generation);
 	btrfs_set_super_block_bytes_used(sb, used);
 	fill_backup_root(fs);
 

@@ -49,4 +49,35 @@ int tlog_trans_start(struct tlog_fs *fs, struct tlog_trans **ret);
 int tlog_trans_commit(struct tlog_trans *trans);
 /* Drop a transaction without writing anything. */
 void tlog_trans_abort(struct tlog_trans *trans);
+
+/*
+ * Space for extent-tree users: take @len bytes of a block group of @type
+ * (BTRFS_BLOCK_GROUP_DATA...), and account a range as allocated or freed
+ * in its block group's used bytes and the free space tree.  Freed space is
+ * not handed out again before the commit.
+ */
+int tlog_trans_alloc_space(struct tlog_trans *trans, u64 type, u64 len, u64 align, u64 *ret);
+int tlog_trans_account_space(struct tlog_trans *trans, u64 bytenr, u64 len, bool allocated);
+
+/* ---- data extents (extent-tree.c) and their checksums (file-item.c) ---- */
+
+/*
+ * A new data extent of @len bytes (sector multiple) for file offset
+ * @offset of inode @ino in @root, with its extent item and one
+ * EXTENT_DATA_REF.  Its data must be written with btrfs_write_data().
+ */
+int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			    u64 offset, u64 len, u64 *bytenr);
+/*
+ * Drop the reference of (@root, @ino, @offset) to the data extent at
+ * @bytenr; the last one frees the extent and its checksums.
+ */
+int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,
+			   u64 ino, u64 offset);
+/* Write data into space allocated in this transaction (all copies). */
+int btrfs_write_data(struct tlog_trans *trans, u64 bytenr, const void *buf, size_t len);
+/* Checksum @len bytes of data written at @bytenr into the csum tree. */
+int btrfs_insert_data_csums(struct tlog_trans *trans, u64 bytenr, const void *data, u64 len);
+/* Remove the checksums of [bytenr, bytenr + len), splitting items that overlap. */
+int btrfs_delete_data_csums(struct tlog_trans *trans, u64 bytenr, u64 len);
 #endif

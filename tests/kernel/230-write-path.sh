@@ -46,4 +46,15 @@ for opts in "" "-n 4096" "-n 65536 -m single" "-O ^skinny-metadata" "-R ^free-sp
 	"$WTEST" mkdir "$img" 500 250 more || fail "$what: second wtest round"
 	check_clean "$img" "$what, second round"
 done
+
+# metadata outgrows its chunk: a new METADATA chunk (same profile) is made
+rm -f "$img"
+tl mkfs -q -b 1G "$img" || fail "mkfs for the metadata growth test"
+"$WTEST" mkdir "$img" 150000 25000 many 2> "$TMP/w.err" || { cat "$TMP/w.err"; fail "150000 dirs"; }
+check_clean "$img" "metadata growth"
+[ "$(tl dump-tree -t chunk "$img" | grep -c 'type METADATA|DUP')" -ge 2 ] ||
+	fail "no new metadata chunk was allocated"
+mount_image "$img" "$mnt"
+[ "$(ls "$mnt" | wc -l)" = 150000 ] || fail "the kernel does not see 150000 entries"
+umount_image "$mnt"
 exit 0

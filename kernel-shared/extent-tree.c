@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Data extents: allocation with their extent item and back reference, and
+ * release with the item, checksums and space (format.md 7.3, 7.4).
+ *
+ * A new extent has one inline EXTENT_DATA_REF.  Shared extents (reflinks,
+ * snapshots) are refused when freed until their reference counting is
+ * written: dropping one would need the other references kept.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "errctx.h"
+#include "transaction.h"
+
+#define DATA_ITEM_SIZE (sizeof(struct btrfs_extent_item) + 1 + \
+			sizeof(struct btrfs_extent_data_ref))
+
+static int extent_root(struct tlog_trans *trans, struct btrfs_root **ret)
+{
+	return btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, ret);
+}
+
+int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			    u64 offset, u64 len, u64 *bytenr)
+{
+	u8 buf[DATA_ITEM_SIZE] = { 0 };
+	struct btrfs_extent_item *ei = (struct btrfs_extent_item *)buf;
+	struct btrfs_extent_data_ref *dref = (void *)(buf + sizeof(*ei) + 1);
+	struct btrfs_root *eroot;
+	struct btrfs_key key;
+	int err;
+
+	if (len == 0 || len % trans->fs->sectorsize)
+		return tlog_error(-EINVAL, "data extent length %llu is not a sector multiple",
+				  (unsigned long long)len);
+	err = extent_root(trans, &eroot);
+	if (!err)
+		err = tlog_trans_alloc_space(trans, BTRFS_BLOCK_GROUP_DATA, len,
+					     trans->fs->sectorsize, bytenr);
+	if (err)
+		return err;
+	btrfs_set_extent_item_refs(ei, 1);
+	btrfs_set_extent_item_generation(ei, trans->transid);
+	btrfs_set_extent_item_flags(ei, BTRFS_EXTENT_FLAG_DATA);
+	buf[sizeof(*ei)] = BTRFS_EXTENT_DATA_REF_KEY;
+	btrfs_set_extent_data_ref_root(dref, root->root_key.objectid);
+	btrfs_set_extent_data_ref_objectid(dref, ino);
+	btrfs_set_extent_data_ref_offset(dref, offset);
+	btrfs_set_extent_data_ref_count(dref, 1);
+	key = (struct btrfs_key){ *bytenr, BTRFS_EXTENT_ITEM_KEY, len };
+	err = btrfs_insert_item(trans, eroot, &key, buf, sizeof(buf));
+	return err ? err : tlog_trans_account_space(trans, *bytenr, len, true);
+}
+
+/* Whether the item at the path holds exactly the one reference given. */
+static bool only_this_ref(const struct extent_buffer *leaf, int slot, u64 root, u64 ino,
+			  u64 offset)
+{
+	const u8 *p = btrfs_item_ptr(leaf, slot);
+	const struct btrfs_extent_item *ei = (const void *)p;
+	const struct btrfs_extent_data_ref *dref = (const void *)(p + sizeof(*ei) + 1);
+
+	return btrfs_item_size(leaf, slot) == DATA_ITEM_SIZE &&
+	       btrfs_extent_item_refs(ei) == 1 &&
+	       p[sizeof(*ei)] == BTRFS_EXTENT_DATA_REF_KEY &&
+	       btrfs_extent_data_ref_root(dref) == root &&
+	       btrfs_extent_data_ref_objectid(dref) == ino &&
+	       btrfs_extent_data_ref_offset(dref) == offset &&
+	       btrfs_extent_data_ref_count(dref) == 1;
+}
+
+int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,
+			   u64 ino, u64 offset)
+{
+	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
+	struct btrfs_root *eroot;
+	struct btrfs_path path;
+	int ret;
+
+	ret = extent_root(trans, &eroot);
+	if (ret)
+		return ret;
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, eroot, &key, &path, -1);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "data extent %llu+%llu has no extent item",
+				 (unsigned long long)bytenr, (unsigned long long)len);
+	if (ret == 0 && !only_this_ref(path.nodes[0], path.slots[0], root, ino, offset))
+		ret = tlog_error(-EOPNOTSUPP,
+				 "data extent %llu is shared or referenced in another way; not handled yet",
+				 (unsigned long long)bytenr);
+	if (ret == 0)
+		ret = btrfs_del_items(trans, eroot, &path, path.slots[0], 1);
+	btrfs_release_path(&path);
+	if (!ret)
+		ret = btrfs_delete_data_csums(trans, bytenr, len);
+	return ret ? ret : tlog_trans_account_space(trans, bytenr, len, false);
+}

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Data on disk and its checksums in the csum tree (format.md 9): one
+ * checksum per sector, in items keyed (EXTENT_CSUM, EXTENT_CSUM, bytenr)
+ * that never overlap.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blockdev.h"
+#include "csum.h"
+#include "errctx.h"
+#include "transaction.h"
+#include "volumes.h"
+
+/* Sectors per csum item, as the kernel caps them, and small enough for any leaf. */
+static u32 max_csums_per_item(const struct tlog_fs *fs)
+{
+	u32 n = (btrfs_leaf_data_size(fs->nodesize) - 50) / fs->csum_size - 1;
+
+	return n < 4096 ? n : 4096;
+}
+
+static int csum_root(struct tlog_trans *trans, struct btrfs_root **ret)
+{
+	return btrfs_read_root(trans->fs, BTRFS_CSUM_TREE_OBJECTID, ret);
+}
+
+int btrfs_write_data(struct tlog_trans *trans, u64 bytenr, const void *buf, size_t len)
+{
+	struct tlog_fs *fs = trans->fs;
+	const u8 *p = buf;
+
+	while (len) {
+		const struct map_lookup *m = chunk_map_find(&fs->chunks, bytenr);
+		u64 physical[TLOG_MAX_STRIPES], piece = len;
+		int copies, err;
+
+		if (m && m->logical + m->length - bytenr < piece)
+			piece = m->logical + m->length - bytenr;
+		copies = btrfs_map_block(fs, bytenr, piece, physical, TLOG_MAX_STRIPES);
+		if (copies < 0)
+			return copies;
+		for (int i = 0; i < copies; i++) {
+			err = tlog_bdev_write(fs->bdev, p, piece, physical[i]);
+			if (err)
+				return err;
+		}
+		p += piece;
+		bytenr += piece;
+		len -= piece;
+	}
+	return 0;
+}
+
+int btrfs_insert_data_csums(struct tlog_trans *trans, u64 bytenr, const void *data, u64 len)
+{
+	struct tlog_fs *fs = trans->fs;
+	u32 ss = fs->sectorsize, per_item = max_csums_per_item(fs);
+	u64 sectors = (len + ss - 1) / ss;
+	struct btrfs_root *root;
+	u8 *buf, sector[65536];
+	int err;
+
+	if (ss > sizeof(sector))
+		return -EOPNOTSUPP;
+	err = csum_root(trans, &root);
+	if (err)
+		return err;
+	buf = malloc((size_t)per_item * fs->csum_size);
+	if (!buf)
+		return -ENOMEM;
+	for (u64 first = 0; !err && first < sectors; first += per_item) {
+		u64 n = sectors - first < per_item ? sectors - first : per_item;
+		struct btrfs_key key = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY,
+					 bytenr + first * ss };
+
+		for (u64 i = 0; i < n; i++) {
+			u64 off = (first + i) * ss;
+			u64 take = len - off < ss ? len - off : ss;
+			u8 csum[BTRFS_CSUM_SIZE];
+
+			/* a partial last sector is checksummed as on disk: zero padded */
+			memcpy(sector, (const u8 *)data + off, take);
+			memset(sector + take, 0, ss - take);
+			btrfs_csum_data(fs->csum_type, sector, ss, csum);
+			memcpy(buf + i * fs->csum_size, csum, fs->csum_size);
+		}
+		err = btrfs_insert_item(trans, root, &key, buf, n * fs->csum_size);
+	}
+	free(buf);
+	return err;
+}
+
+/*
+ * The csum item that starts at or before @pos, if it reaches past @pos;
+ * otherwise the first one starting after @pos below @end.  1 if none.
+ */
+static int find_csum_item(struct btrfs_root *root, u64 pos, u64 end, struct btrfs_key *found,
+			  u32 *size)
+{
+	struct btrfs_key key = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, pos };
+	struct btrfs_path path;
+	u32 csum_size = root->fs->csum_size, ss = root->fs->sectorsize;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(root, &key, &path);
+	if (ret > 0 && btrfs_prev_item(root, &path) == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], found, path.slots[0]);
+		if (found->objectid == BTRFS_EXTENT_CSUM_OBJECTID &&
+		    found->type == BTRFS_EXTENT_CSUM_KEY &&
+		    found->offset + btrfs_item_size(path.nodes[0], path.slots[0]) / csum_size * ss > pos) {
+			*size = btrfs_item_size(path.nodes[0], path.slots[0]);
+			btrfs_release_path(&path);
+			return 0;
+		}
+		ret = btrfs_next_item(root, &path);
+	} else if (ret > 0) {
+		/* nothing before: the search slot may be past its leaf */
+		ret = btrfs_search_forward(root, &key, &path);
+	}
+	if (ret == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], found, path.slots[0]);
+		*size = btrfs_item_size(path.nodes[0], path.slots[0]);
+		if (found->objectid != BTRFS_EXTENT_CSUM_OBJECTID ||
+		    found->type != BTRFS_EXTENT_CSUM_KEY || found->offset >= end)
+			ret = 1;
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+int btrfs_delete_data_csums(struct tlog_trans *trans, u64 bytenr, u64 len)
+{
+	struct tlog_fs *fs = trans->fs;
+	u32 ss = fs->sectorsize, cs = fs->csum_size;
+	u64 end = bytenr + len, pos = bytenr;
+	struct btrfs_root *root;
+	int ret;
+
+	ret = csum_root(trans, &root);
+	while (!ret && pos < end) {
+		struct btrfs_key key;
+		struct btrfs_path path;
+		u64 item_end;
+		u32 size;
+		u8 *copy;
+
+		ret = find_csum_item(root, pos, end, &key, &size);
+		if (ret)
+			break;
+		item_end = key.offset + (u64)size / cs * ss;
+		/* keep the parts outside the range: copy, delete, put them back */
+		copy = malloc(size);
+		if (!copy)
+			return -ENOMEM;
+		btrfs_init_path(&path);
+		ret = btrfs_search_slot_for_write(trans, root, &key, &path, -1);
+		if (ret == 0) {
+			memcpy(copy, btrfs_item_ptr(path.nodes[0], path.slots[0]), size);
+			ret = btrfs_del_items(trans, root, &path, path.slots[0], 1);
+		} else if (ret > 0) {
+			ret = -EUCLEAN;
+		}
+		btrfs_release_path(&path);
+		if (!ret && key.offset < bytenr)
+			ret = btrfs_insert_item(trans, root, &key, copy,
+						(bytenr - key.offset) / ss * cs);
+		if (!ret && item_end > end) {
+			struct btrfs_key tail = key;
+
+			tail.offset = end;
+			ret = btrfs_insert_item(trans, root, &tail,
+						copy + (end - key.offset) / ss * cs,
+						(item_end - end) / ss * cs);
+		}
+		free(copy);
+		pos = item_end;
+	}
+	return ret > 0 ? 0 : ret;
+}
