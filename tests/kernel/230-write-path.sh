@@ -29,7 +29,7 @@ for opts in "" "-n 4096" "-n 65536 -m single" "-O ^skinny-metadata" "-R ^free-sp
 		what="mkfs.btrfs $opts"
 		make_image "$img" 512M $opts
 	fi
-	"$WTEST" mkdir "$img" 3000 700 dir || fail "$what: wtest mkdir failed"
+	"$WTEST" mkdir "$img" 3000 700 dir 2> "$TMP/w.err" || { cat "$TMP/w.err"; fail "$what: wtest mkdir failed"; }
 	check_clean "$img" "$what"
 	tl ls "$img" / > "$TMP/ls" || fail "$what: tlogctl ls"
 	[ "$(wc -l < "$TMP/ls")" = 3000 ] || fail "$what: tlogctl ls shows $(wc -l < "$TMP/ls") entries"
@@ -43,7 +43,7 @@ for opts in "" "-n 4096" "-n 65536 -m single" "-O ^skinny-metadata" "-R ^free-sp
 	umount_image "$mnt"
 	check_clean "$img" "$what, after the kernel wrote"
 	# and a second round on top of the kernel's changes
-	"$WTEST" mkdir "$img" 500 250 more || fail "$what: second wtest round"
+	"$WTEST" mkdir "$img" 500 250 more 2> "$TMP/w.err" || { cat "$TMP/w.err"; fail "$what: second wtest round"; }
 	check_clean "$img" "$what, second round"
 done
 
