@@ -392,10 +392,139 @@ static int split_leaf_once(struct tlog_trans *trans, struct btrfs_root *root,
 	return 0;
 }
 
+/* Bytes items [from, to) of @leaf take, headers included. */
+static u32 items_bytes(const struct extent_buffer *leaf, u32 from, u32 to)
+{
+	if (from >= to)
+		return 0;
+	return (to - from) * sizeof(struct btrfs_item) +
+	       item_end(leaf, from) - btrfs_item_offset(leaf, to - 1);
+}
+
+/*
+ * Move the last items of the leaf at the path (those after the insertion
+ * point) to the front of its right sibling, as many as fit there.
+ */
+static int push_leaf_right(struct tlog_trans *trans, struct btrfs_root *root,
+			   struct btrfs_path *path, bool extend)
+{
+	struct tlog_fs *fs = trans->fs;
+	struct extent_buffer *l = path->nodes[0], *parent = path->nodes[1], *r;
+	u32 n = nritems(l), first = path->slots[0] + (extend ? 1 : 0), from = n;
+	int pslot = path->slots[1], err;
+	u32 rn, bytes, data, shift, free_r;
+
+	if (pslot + 1 >= (int)nritems(parent) || first >= n)
+		return 0;
+	err = read_child_cow(trans, root, parent, pslot + 1, &r);
+	if (err)
+		return err;
+	free_r = btrfs_leaf_free_space(fs, r);
+	while (from > first && items_bytes(l, from - 1, n) <= free_r)
+		from--;
+	if (from == n) {
+		free_extent_buffer(r);
+		return 0;
+	}
+	rn = nritems(r);
+	bytes = n - from;
+	data = item_end(l, from) - btrfs_item_offset(l, n - 1);
+	/* make room at the front of the right leaf: its data down, headers up */
+	memmove(leaf_data(r) + leaf_data_end(fs, r) - data, leaf_data(r) + leaf_data_end(fs, r),
+		leaf_data_size(fs) - leaf_data_end(fs, r));
+	for (u32 i = 0; i < rn; i++) {
+		struct btrfs_item *item = btrfs_item_nr(r, i);
+
+		btrfs_set_raw_item_offset(item, btrfs_raw_item_offset(item) - data);
+	}
+	memmove(btrfs_item_nr(r, bytes), btrfs_item_nr(r, 0), rn * sizeof(struct btrfs_item));
+	/* the moved items take the top of the right leaf */
+	memcpy(leaf_data(r) + leaf_data_size(fs) - data, leaf_data(l) + btrfs_item_offset(l, n - 1),
+	       data);
+	memcpy(btrfs_item_nr(r, 0), btrfs_item_nr(l, from), bytes * sizeof(struct btrfs_item));
+	shift = leaf_data_size(fs) - item_end(l, from);
+	for (u32 i = 0; i < bytes; i++) {
+		struct btrfs_item *item = btrfs_item_nr(r, i);
+
+		btrfs_set_raw_item_offset(item, btrfs_raw_item_offset(item) + shift);
+	}
+	set_nritems(r, rn + bytes);
+	set_nritems(l, from);
+	btrfs_key_ptr_nr(parent, pslot + 1)->key = first_key(r);
+	free_extent_buffer(r);
+	return 0;
+}
+
+/*
+ * Move the first items of the leaf at the path (those before the insertion
+ * point) to the end of its left sibling, as many as fit there.
+ */
+static int push_leaf_left(struct tlog_trans *trans, struct btrfs_root *root,
+			  struct btrfs_path *path)
+{
+	struct tlog_fs *fs = trans->fs;
+	struct extent_buffer *l = path->nodes[0], *parent = path->nodes[1], *left;
+	u32 n = nritems(l), limit = path->slots[0], k = 0, ln, data, free_l, shift;
+	int pslot = path->slots[1], err;
+	struct btrfs_disk_key key;
+
+	if (pslot == 0 || limit == 0)
+		return 0;
+	if (limit >= n)
+		limit = n - 1;	/* keep one item: the leaf must not go empty */
+	err = read_child_cow(trans, root, parent, pslot - 1, &left);
+	if (err)
+		return err;
+	free_l = btrfs_leaf_free_space(fs, left);
+	while (k < limit && items_bytes(l, 0, k + 1) <= free_l)
+		k++;
+	if (k == 0) {
+		free_extent_buffer(left);
+		return 0;
+	}
+	/* append items [0, k) to the left leaf */
+	ln = nritems(left);
+	data = leaf_data_size(fs) - btrfs_item_offset(l, k - 1);
+	memcpy(leaf_data(left) + leaf_data_end(fs, left) - data,
+	       leaf_data(l) + btrfs_item_offset(l, k - 1), data);
+	memcpy(btrfs_item_nr(left, ln), btrfs_item_nr(l, 0), k * sizeof(struct btrfs_item));
+	shift = leaf_data_size(fs) - leaf_data_end(fs, left);
+	for (u32 i = 0; i < k; i++) {
+		struct btrfs_item *item = btrfs_item_nr(left, ln + i);
+
+		btrfs_set_raw_item_offset(item, btrfs_raw_item_offset(item) - shift);
+	}
+	set_nritems(left, ln + k);
+	/* close the gap in this leaf: remaining data up, headers down */
+	memmove(leaf_data(l) + leaf_data_end(fs, l) + data, leaf_data(l) + leaf_data_end(fs, l),
+		btrfs_item_offset(l, k - 1) - leaf_data_end(fs, l));
+	for (u32 i = k; i < n; i++) {
+		struct btrfs_item *item = btrfs_item_nr(l, i);
+
+		btrfs_set_raw_item_offset(item, btrfs_raw_item_offset(item) + data);
+	}
+	memmove(btrfs_item_nr(l, 0), btrfs_item_nr(l, k), (n - k) * sizeof(struct btrfs_item));
+	set_nritems(l, n - k);
+	path->slots[0] -= k;
+	key = first_key(l);
+	fixup_low_keys(path, &key, 1);
+	free_extent_buffer(left);
+	return 0;
+}
+
 static int split_leaf(struct tlog_trans *trans, struct btrfs_root *root,
 		      const struct btrfs_key *key, struct btrfs_path *path, u32 needed,
 		      bool extend)
 {
+	/* first, as the kernel does, make room by handing items to the neighbours */
+	if (path->nodes[1]) {
+		int err = push_leaf_right(trans, root, path, extend);
+
+		if (!err && btrfs_leaf_free_space(trans->fs, path->nodes[0]) < needed)
+			err = push_leaf_left(trans, root, path);
+		if (err)
+			return err;
+	}
 	/* each split leaves the new items fewer neighbours, down to none */
 	while (btrfs_leaf_free_space(trans->fs, path->nodes[0]) < needed) {
 		int err = split_leaf_once(trans, root, key, path, extend);
