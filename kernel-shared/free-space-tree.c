@@ -7,6 +7,7 @@
  * the two is a policy of the kernel, and either is valid at any count.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "errctx.h"
@@ -70,6 +71,12 @@ static int uses_bitmaps(struct btrfs_root *root, const struct tlog_block_group *
 }
 
 /* ---- bitmap form: bit i of an item is the sector at key.objectid + i * sectorsize ---- */
+
+/* Bytes one bitmap item covers: one bit per sector, 256 bytes of bits. */
+static u64 bitmap_range(const struct tlog_fs *fs)
+{
+	return (u64)fs->sectorsize * 2048;
+}
 
 /*
  * Position @path on the bitmap item covering @pos (for writing when @trans
@@ -222,8 +229,8 @@ static int insert_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 
 	return btrfs_insert_item(trans, root, &key, NULL, 0);
 }
 
-int fst_remove_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
-		     u64 start, u64 len)
+static int remove_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
+			u64 start, u64 len)
 {
 	struct btrfs_root *root;
 	struct btrfs_key ext;
@@ -258,8 +265,8 @@ int fst_remove_range(struct tlog_trans *trans, const struct tlog_block_group *bg
 			  (unsigned long long)start, (unsigned long long)len);
 }
 
-int fst_add_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
-		  u64 start, u64 len)
+static int add_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
+		     u64 start, u64 len)
 {
 	struct btrfs_root *root;
 	struct btrfs_key left, right;
@@ -302,4 +309,212 @@ int fst_add_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
 	}
 	ret = insert_extent(trans, root, new_start, new_end - new_start);
 	return ret ? ret : update_info(trans, root, bg, delta);
+}
+
+static int change_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
+			u64 start, u64 len, bool now_free)
+{
+	return now_free ? add_range(trans, bg, start, len) : remove_range(trans, bg, start, len);
+}
+
+/* ---- converting between the two forms, at the kernel's thresholds ---- */
+
+struct run_list {
+	struct free_range *v;
+	size_t nr, cap;
+};
+
+static int run_push(struct run_list *l, u64 start, u64 len)
+{
+	if (l->nr && l->v[l->nr - 1].start + l->v[l->nr - 1].len == start) {
+		l->v[l->nr - 1].len += len;
+		return 0;
+	}
+	if (l->nr == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct free_range *p = realloc(l->v, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		l->v = p;
+		l->cap = cap;
+	}
+	l->v[l->nr++] = (struct free_range){ start, len };
+	return 0;
+}
+
+/*
+ * Take out every free space item of @bg (after its INFO) and return the free
+ * runs they described, in order.
+ */
+static int take_group_items(struct tlog_trans *trans, struct btrfs_root *root,
+			    const struct tlog_block_group *bg, struct run_list *runs)
+{
+	u32 ss = trans->fs->sectorsize;
+	int ret;
+
+	for (;;) {
+		struct btrfs_key key = { bg->start, BTRFS_FREE_SPACE_INFO_KEY + 1, 0 };
+		struct btrfs_path path;
+
+		/* find the next item of the group, then delete it by its exact key */
+		btrfs_init_path(&path);
+		ret = btrfs_search_forward(root, &key, &path);
+		if (ret == 0) {
+			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+			if (key.objectid >= bg->start + bg->length ||
+			    (key.type != BTRFS_FREE_SPACE_EXTENT_KEY &&
+			     key.type != BTRFS_FREE_SPACE_BITMAP_KEY))
+				ret = 1;
+		}
+		btrfs_release_path(&path);
+		if (ret)
+			break;
+		ret = btrfs_search_slot_for_write(trans, root, &key, &path, -1);
+		if (ret > 0)
+			ret = -EUCLEAN;
+		if (ret == 0 && key.type == BTRFS_FREE_SPACE_EXTENT_KEY) {
+			ret = run_push(runs, key.objectid, key.offset);
+		} else if (ret == 0) {
+			const u8 *bits = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+			u32 size = btrfs_item_size(path.nodes[0], path.slots[0]);
+
+			for (u64 i = 0; !ret && i < key.offset / ss && i / 8 < size; i++)
+				if (bits[i / 8] & (1U << (i % 8)))
+					ret = run_push(runs, key.objectid + i * ss, ss);
+		}
+		if (ret == 0)
+			ret = btrfs_del_items(trans, root, &path, path.slots[0], 1);
+		btrfs_release_path(&path);
+		if (ret)
+			break;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+static int set_info_flags(struct tlog_trans *trans, struct btrfs_root *root,
+			  const struct tlog_block_group *bg, u32 flags)
+{
+	struct btrfs_key key = { bg->start, BTRFS_FREE_SPACE_INFO_KEY, bg->length };
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, root, &key, &path, 0);
+	if (ret == 0)
+		btrfs_set_free_space_info_flags(btrfs_item_ptr(path.nodes[0], path.slots[0]), flags);
+	btrfs_release_path(&path);
+	return ret > 0 ? -EUCLEAN : ret;
+}
+
+static int write_bitmaps(struct tlog_trans *trans, struct btrfs_root *root,
+			 const struct tlog_block_group *bg, const struct run_list *runs)
+{
+	u32 ss = trans->fs->sectorsize;
+	u64 range = bitmap_range(trans->fs), end = bg->start + bg->length;
+	size_t r = 0;
+	int ret = 0;
+
+	for (u64 start = bg->start; !ret && start < end; start += range) {
+		u64 len = end - start < range ? end - start : range;
+		struct btrfs_key key = { start, BTRFS_FREE_SPACE_BITMAP_KEY, len };
+		u32 size = (u32)((len / ss + 7) / 8);
+		u8 bits[2048 / 8] = { 0 };
+
+		for (; r < runs->nr && runs->v[r].start < start + len; r++) {
+			u64 s = runs->v[r].start > start ? runs->v[r].start : start;
+			u64 e = runs->v[r].start + runs->v[r].len;
+
+			if (e > start + len)
+				e = start + len;
+			for (u64 pos = s; pos < e; pos += ss)
+				bits[(pos - start) / ss / 8] |= 1U << ((pos - start) / ss % 8);
+			if (runs->v[r].start + runs->v[r].len > start + len)
+				break;	/* the run goes on in the next bitmap */
+		}
+		ret = btrfs_insert_item(trans, root, &key, bits, size);
+	}
+	return ret;
+}
+
+static int write_extents(struct tlog_trans *trans, struct btrfs_root *root,
+			 const struct run_list *runs)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < runs->nr; i++)
+		ret = insert_extent(trans, root, runs->v[i].start, runs->v[i].len);
+	return ret;
+}
+
+/*
+ * The kernel's policy: a group whose free runs cost more as extent items
+ * than as bitmaps switches to bitmaps, and back once well below that.
+ */
+static int convert_if_needed(struct tlog_trans *trans, struct btrfs_root *root,
+			     const struct tlog_block_group *bg)
+{
+	u64 nr_bitmaps = (bg->length + bitmap_range(trans->fs) - 1) / bitmap_range(trans->fs);
+	u64 high = nr_bitmaps * (sizeof(struct btrfs_item) + 256) / sizeof(struct btrfs_item);
+	u64 low = high > 100 ? high - 100 : 0;
+	struct btrfs_key key = { bg->start, BTRFS_FREE_SPACE_INFO_KEY, bg->length };
+	struct run_list runs = { 0 };
+	struct btrfs_path path;
+	u32 count = 0, flags = 0;
+	bool to_bitmaps;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(root, &key, &path);
+	if (ret == 0) {
+		const struct btrfs_free_space_info *info = btrfs_item_ptr(path.nodes[0],
+									  path.slots[0]);
+
+		count = btrfs_free_space_info_extent_count(info);
+		flags = btrfs_free_space_info_flags(info);
+	}
+	btrfs_release_path(&path);
+	if (ret)
+		return ret > 0 ? -EUCLEAN : ret;
+	if (!(flags & BTRFS_FREE_SPACE_USING_BITMAPS) && count > high)
+		to_bitmaps = true;
+	else if ((flags & BTRFS_FREE_SPACE_USING_BITMAPS) && count < low)
+		to_bitmaps = false;
+	else
+		return 0;
+	ret = take_group_items(trans, root, bg, &runs);
+	if (!ret && runs.nr != count)
+		ret = tlog_error(-EUCLEAN, "free space info of group %llu counts %u runs, found %zu",
+				 (unsigned long long)bg->start, count, runs.nr);
+	if (!ret)
+		ret = to_bitmaps ? write_bitmaps(trans, root, bg, &runs) :
+				   write_extents(trans, root, &runs);
+	if (!ret)
+		ret = set_info_flags(trans, root, bg,
+				     to_bitmaps ? flags | BTRFS_FREE_SPACE_USING_BITMAPS :
+						  flags & ~BTRFS_FREE_SPACE_USING_BITMAPS);
+	free(runs.v);
+	return ret;
+}
+
+int fst_remove_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
+		     u64 start, u64 len)
+{
+	struct btrfs_root *root;
+	int ret = change_range(trans, bg, start, len, false);
+
+	if (!ret)
+		ret = fst_root(trans, &root);
+	return ret ? ret : convert_if_needed(trans, root, bg);
+}
+
+int fst_add_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
+		  u64 start, u64 len)
+{
+	struct btrfs_root *root;
+	int ret = change_range(trans, bg, start, len, true);
+
+	if (!ret)
+		ret = fst_root(trans, &root);
+	return ret ? ret : convert_if_needed(trans, root, bg);
 }

@@ -64,6 +64,23 @@ for opts in "tlogctl" "tlogctl -n 4096 --csum sha256" "mkfs.btrfs" "mkfs.btrfs -
 	same_data "$img" /again "$srcdir/mib" "$opts"
 done
 
+# a fragmented data group switches its free space to bitmaps at the
+# kernel's threshold, and the bitmaps are kept right afterwards
+rm -f "$img"
+tl mkfs -q -b 1G "$img" || fail "mkfs for the bitmap test"
+head -c 4096 /dev/urandom > "$TMP/s4k"
+for i in $(seq 1 30); do "$WTEST" write "$img" "f$i" "$TMP/s4k" 2> /dev/null || fail "write f$i"; done
+for i in $(seq 1 2 30); do "$WTEST" rm "$img" "f$i" 2> /dev/null || fail "rm f$i"; done
+check_clean "$img" "fragmented data group"
+tl dump-tree -t free-space "$img" | grep -q 'count 1[0-9] flags 1' ||
+	fail "the fragmented data group did not switch to bitmaps"
+for i in $(seq 2 2 30); do "$WTEST" rm "$img" "f$i" 2> /dev/null || fail "rm f$i"; done
+"$WTEST" write "$img" again "$TMP/s4k" 2> /dev/null || fail "write into bitmaps"
+check_clean "$img" "bitmap group after more changes"
+mount_image "$img" "$mnt"
+cmp -s "$mnt/again" "$TMP/s4k" || fail "the kernel reads the file written into bitmaps wrong"
+umount_image "$mnt"
+
 # csum items that span several extents (mkfs.btrfs --rootdir merges them):
 # unlinking the middle file must cut the item, not drop its neighbours'
 mkdir -p "$TMP/root"
