@@ -298,14 +298,20 @@ static int delete_tree_block_ref(struct tlog_trans *trans, const struct block_re
 	return ret;
 }
 
-static int account(struct trans_state *st, u64 bytenr, s64 delta, struct tlog_block_group **bg)
+/*
+ * Count @delta bytes in the group of @bytenr; *@bg gets a copy of the group,
+ * since the array may move when changing the free space tree adds a chunk.
+ */
+static int account(struct trans_state *st, u64 bytenr, s64 delta, struct tlog_block_group *bg)
 {
-	*bg = btrfs_lookup_block_group(&st->bgs, bytenr);
-	if (!*bg)
+	struct tlog_block_group *g = btrfs_lookup_block_group(&st->bgs, bytenr);
+
+	if (!g)
 		return tlog_error(-EUCLEAN, "block %llu is in no block group",
 				  (unsigned long long)bytenr);
-	(*bg)->used += delta;
-	(*bg)->used_changed = true;
+	g->used += delta;
+	g->used_changed = true;
+	*bg = *g;
 	return 0;
 }
 
@@ -322,34 +328,34 @@ int tlog_trans_alloc_space(struct tlog_trans *trans, u64 type, u64 len, u64 alig
 int tlog_trans_account_space(struct tlog_trans *trans, u64 bytenr, u64 len, bool allocated)
 {
 	struct trans_state *st = state_of(trans);
-	struct tlog_block_group *bg;
+	struct tlog_block_group bg;
 	int err = account(st, bytenr, allocated ? (s64)len : -(s64)len, &bg);
 
 	if (err || !fst_enabled(trans->fs))
 		return err;
 	if (allocated)
-		return fst_remove_range(trans, bg, bytenr, len);
-	return fst_add_range(trans, bg, bytenr, len);
+		return fst_remove_range(trans, &bg, bytenr, len);
+	return fst_add_range(trans, &bg, bytenr, len);
 }
 
 static int run_one_new(struct trans_state *st, const struct block_rec *r)
 {
 	struct tlog_trans *trans = &st->trans;
-	struct tlog_block_group *bg;
+	struct tlog_block_group bg;
 	int err;
 
 	err = insert_tree_block_ref(trans, r);
 	if (!err)
 		err = account(st, r->bytenr, trans->fs->nodesize, &bg);
 	if (!err && fst_enabled(trans->fs))
-		err = fst_remove_range(trans, bg, r->bytenr, trans->fs->nodesize);
+		err = fst_remove_range(trans, &bg, r->bytenr, trans->fs->nodesize);
 	return err ? err : rec_push(&st->recorded_new, r);
 }
 
 static int run_one_free(struct trans_state *st, const struct block_rec *r)
 {
 	struct tlog_trans *trans = &st->trans;
-	struct tlog_block_group *bg;
+	struct tlog_block_group bg;
 	bool new_here = rec_take(&st->recorded_new, r->bytenr);
 	int err;
 
@@ -357,7 +363,7 @@ static int run_one_free(struct trans_state *st, const struct block_rec *r)
 	if (!err)
 		err = account(st, r->bytenr, -(s64)trans->fs->nodesize, &bg);
 	if (!err && fst_enabled(trans->fs))
-		err = fst_add_range(trans, bg, r->bytenr, trans->fs->nodesize);
+		err = fst_add_range(trans, &bg, r->bytenr, trans->fs->nodesize);
 	if (err)
 		return err;
 	/* a block of this transaction never reached the disk: reuse it now */
@@ -366,11 +372,13 @@ static int run_one_free(struct trans_state *st, const struct block_rec *r)
 	return rec_push(&st->pinned, r);
 }
 
-static int update_block_group_item(struct trans_state *st, struct tlog_block_group *bg)
+static int update_block_group_item(struct trans_state *st, size_t index)
 {
 	struct tlog_trans *trans = &st->trans;
 	struct tlog_fs *fs = trans->fs;
-	struct btrfs_key key = { bg->start, BTRFS_BLOCK_GROUP_ITEM_KEY, bg->length };
+	/* by value: the search may add a chunk, and the group array move */
+	struct tlog_block_group bg = st->bgs.v[index];
+	struct btrfs_key key = { bg.start, BTRFS_BLOCK_GROUP_ITEM_KEY, bg.length };
 	struct btrfs_root *root;
 	struct btrfs_path path;
 	int ret;
@@ -379,15 +387,19 @@ static int update_block_group_item(struct trans_state *st, struct tlog_block_gro
 			      BTRFS_BLOCK_GROUP_TREE_OBJECTID : BTRFS_EXTENT_TREE_OBJECTID, &root);
 	if (ret)
 		return ret;
-	bg->used_changed = false;
+	st->bgs.v[index].used_changed = false;
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot_for_write(trans, root, &key, &path, 0);
 	if (ret > 0)
 		ret = tlog_error(-EUCLEAN, "block group item %llu not found",
-				 (unsigned long long)bg->start);
-	if (ret == 0)
+				 (unsigned long long)bg.start);
+	/* the used count as it stands now, after whatever the search allocated */
+	if (ret == 0) {
+		struct tlog_block_group *now = btrfs_lookup_block_group(&st->bgs, bg.start);
+
 		btrfs_set_block_group_item_used(btrfs_item_ptr(path.nodes[0], path.slots[0]),
-						bg->used);
+						now->used);
+	}
 	btrfs_release_path(&path);
 	return ret;
 }
@@ -461,7 +473,7 @@ static int run_bookkeeping(struct trans_state *st)
 		for (size_t i = 0; i < st->bgs.nr; i++) {
 			if (!st->bgs.v[i].used_changed)
 				continue;
-			err = update_block_group_item(st, &st->bgs.v[i]);
+			err = update_block_group_item(st, i);
 			if (err)
 				return err;
 			progress = true;
