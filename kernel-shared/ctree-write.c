@@ -673,7 +673,8 @@ int btrfs_insert_item(struct tlog_trans *trans, struct btrfs_root *root,
 
 	btrfs_init_path(&path);
 	ret = btrfs_insert_empty_items(trans, root, &path, key, &size, 1);
-	if (ret == 0)
+	/* empty items (free space extents) may come with no data at all */
+	if (ret == 0 && size)
 		memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0]), data, size);
 	btrfs_release_path(&path);
 	return ret;
