@@ -229,23 +229,14 @@ static int insert_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 
 	return btrfs_insert_item(trans, root, &key, NULL, 0);
 }
 
-static int remove_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
-			u64 start, u64 len)
+/* Extent form: the free run holding the range shrinks or splits. */
+static int extent_remove(struct tlog_trans *trans, struct btrfs_root *root,
+			 const struct tlog_block_group *bg, u64 start, u64 len)
 {
-	struct btrfs_root *root;
 	struct btrfs_key ext;
 	u64 end = start + len, ext_end;
 	int ret, delta = -1;
 
-	bool bitmaps = false;
-
-	ret = fst_root(trans, &root);
-	if (!ret)
-		ret = uses_bitmaps(root, bg, &bitmaps);
-	if (ret)
-		return ret;
-	if (bitmaps)
-		return bitmap_change(trans, root, bg, start, len, false);
 	ret = find_extent_before(trans, root, bg, start, &ext);
 	if (ret == 0 && (ext_end = ext.objectid + ext.offset) >= end) {
 		ret = btrfs_delete_item(trans, root, &ext);
@@ -265,23 +256,14 @@ static int remove_range(struct tlog_trans *trans, const struct tlog_block_group 
 			  (unsigned long long)start, (unsigned long long)len);
 }
 
-static int add_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
-		     u64 start, u64 len)
+/* Extent form: a new free run, merged with the runs it touches. */
+static int extent_add(struct tlog_trans *trans, struct btrfs_root *root,
+		      const struct tlog_block_group *bg, u64 start, u64 len)
 {
-	struct btrfs_root *root;
 	struct btrfs_key left, right;
 	u64 new_start = start, new_end = start + len;
 	int ret, delta = 1;
 
-	bool bitmaps = false;
-
-	ret = fst_root(trans, &root);
-	if (!ret)
-		ret = uses_bitmaps(root, bg, &bitmaps);
-	if (ret)
-		return ret;
-	if (bitmaps)
-		return bitmap_change(trans, root, bg, start, len, true);
 	/* a free run ending at @start merges in */
 	ret = find_extent_before(trans, root, bg, start, &left);
 	if (ret < 0)
@@ -311,11 +293,6 @@ static int add_range(struct tlog_trans *trans, const struct tlog_block_group *bg
 	return ret ? ret : update_info(trans, root, bg, delta);
 }
 
-static int change_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
-			u64 start, u64 len, bool now_free)
-{
-	return now_free ? add_range(trans, bg, start, len) : remove_range(trans, bg, start, len);
-}
 
 /* ---- converting between the two forms, at the kernel's thresholds ---- */
 
@@ -497,24 +474,36 @@ static int convert_if_needed(struct tlog_trans *trans, struct btrfs_root *root,
 	return ret;
 }
 
+/* Change a range in whichever form the group uses, then let the form follow the count. */
+static int change_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
+			u64 start, u64 len, bool now_free)
+{
+	struct btrfs_root *root;
+	bool bitmaps = false;
+	int ret;
+
+	ret = fst_root(trans, &root);
+	if (!ret)
+		ret = uses_bitmaps(root, bg, &bitmaps);
+	if (ret)
+		return ret;
+	if (bitmaps)
+		ret = bitmap_change(trans, root, bg, start, len, now_free);
+	else if (now_free)
+		ret = extent_add(trans, root, bg, start, len);
+	else
+		ret = extent_remove(trans, root, bg, start, len);
+	return ret ? ret : convert_if_needed(trans, root, bg);
+}
+
 int fst_remove_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
 		     u64 start, u64 len)
 {
-	struct btrfs_root *root;
-	int ret = change_range(trans, bg, start, len, false);
-
-	if (!ret)
-		ret = fst_root(trans, &root);
-	return ret ? ret : convert_if_needed(trans, root, bg);
+	return change_range(trans, bg, start, len, false);
 }
 
 int fst_add_range(struct tlog_trans *trans, const struct tlog_block_group *bg,
 		  u64 start, u64 len)
 {
-	struct btrfs_root *root;
-	int ret = change_range(trans, bg, start, len, true);
-
-	if (!ret)
-		ret = fst_root(trans, &root);
-	return ret ? ret : convert_if_needed(trans, root, bg);
+	return change_range(trans, bg, start, len, true);
 }

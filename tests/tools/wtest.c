@@ -110,23 +110,25 @@ static int update_parent(struct tlog_trans *trans, struct btrfs_root *root, u64 
 	return ret;
 }
 
-static int do_mkdir(struct tlog_trans *trans, struct btrfs_root *root, u64 parent,
-		    const char *name)
+/*
+ * A new inode named @name in @parent, in one batch with its INODE_REF;
+ * its number in *@ino, the index its name takes in *@index.
+ */
+static int create_inode(struct tlog_trans *trans, struct btrfs_root *root, u64 parent,
+			const char *name, u32 mode, u64 size, u64 nbytes, u64 *ino, u64 *index)
 {
 	u16 len = strlen(name);
-	u64 ino = next_objectid(root), index = next_dir_index(root, parent);
-	struct btrfs_key keys[2] = {
-		{ ino, BTRFS_INODE_ITEM_KEY, 0 },
-		{ ino, BTRFS_INODE_REF_KEY, parent },
-	};
+	struct btrfs_key keys[2];
 	u32 sizes[2] = { sizeof(struct btrfs_inode_item), sizeof(struct btrfs_inode_ref) + len };
-	struct btrfs_key dkey = { parent, BTRFS_DIR_ITEM_KEY, btrfs_name_hash(name, len) };
 	struct btrfs_inode_item *ii;
 	struct btrfs_inode_ref *ref;
 	struct btrfs_path path;
 	int ret;
 
-	/* the inode and its name in one batch */
+	*ino = next_objectid(root);
+	*index = next_dir_index(root, parent);
+	keys[0] = (struct btrfs_key){ *ino, BTRFS_INODE_ITEM_KEY, 0 };
+	keys[1] = (struct btrfs_key){ *ino, BTRFS_INODE_REF_KEY, parent };
 	btrfs_init_path(&path);
 	ret = btrfs_insert_empty_items(trans, root, &path, keys, sizes, 2);
 	if (ret)
@@ -134,40 +136,43 @@ static int do_mkdir(struct tlog_trans *trans, struct btrfs_root *root, u64 paren
 	ii = btrfs_item_ptr(path.nodes[0], path.slots[0]);
 	btrfs_set_inode_item_generation(ii, trans->transid);
 	btrfs_set_inode_item_transid(ii, trans->transid);
+	btrfs_set_inode_item_size(ii, size);
+	btrfs_set_inode_item_nbytes(ii, nbytes);
 	btrfs_set_inode_item_nlink(ii, 1);
-	btrfs_set_inode_item_mode(ii, S_IFDIR | 0755);
+	btrfs_set_inode_item_mode(ii, mode);
 	set_now(&ii->atime);
 	ii->ctime = ii->mtime = ii->otime = ii->atime;
 	ref = btrfs_item_ptr(path.nodes[0], path.slots[0] + 1);
-	btrfs_set_inode_ref_index(ref, index);
+	btrfs_set_inode_ref_index(ref, *index);
 	btrfs_set_inode_ref_name_len(ref, len);
 	memcpy(ref + 1, name, len);
 	btrfs_release_path(&path);
+	return 0;
+}
 
-	ret = insert_dir_entry(trans, root, &dkey, ino, name, len, BTRFS_FT_DIR);
+/* The name's DIR_ITEM and DIR_INDEX in @parent, and the parent's new size. */
+static int link_name(struct tlog_trans *trans, struct btrfs_root *root, u64 parent,
+		     const char *name, u64 ino, u64 index, u8 type)
+{
+	u16 len = strlen(name);
+	struct btrfs_key key = { parent, BTRFS_DIR_ITEM_KEY, btrfs_name_hash(name, len) };
+	int ret = insert_dir_entry(trans, root, &key, ino, name, len, type);
+
 	if (!ret) {
-		dkey.type = BTRFS_DIR_INDEX_KEY;
-		dkey.offset = index;
-		ret = insert_dir_entry(trans, root, &dkey, ino, name, len, BTRFS_FT_DIR);
+		key.type = BTRFS_DIR_INDEX_KEY;
+		key.offset = index;
+		ret = insert_dir_entry(trans, root, &key, ino, name, len, type);
 	}
-	if (ret)
-		return ret;
+	return ret ? ret : update_parent(trans, root, parent, 1, len);
+}
 
-	/* the parent grows by the name twice (DIR_ITEM and DIR_INDEX) */
-	keys[0] = (struct btrfs_key){ parent, BTRFS_INODE_ITEM_KEY, 0 };
-	ret = btrfs_search_slot_for_write(trans, root, &keys[0], &path, 0);
-	if (ret == 0) {
-		ii = btrfs_item_ptr(path.nodes[0], path.slots[0]);
-		btrfs_set_inode_item_size(ii, btrfs_inode_item_size(ii) + 2 * len);
-		btrfs_set_inode_item_transid(ii, trans->transid);
-		btrfs_set_inode_item_sequence(ii, btrfs_inode_item_sequence(ii) + 1);
-		set_now(&ii->mtime);
-		ii->ctime = ii->mtime;
-	} else if (ret > 0) {
-		ret = -ENOENT;
-	}
-	btrfs_release_path(&path);
-	return ret;
+static int do_mkdir(struct tlog_trans *trans, struct btrfs_root *root, u64 parent,
+		    const char *name)
+{
+	u64 ino, index;
+	int ret = create_inode(trans, root, parent, name, S_IFDIR | 0755, 0, 0, &ino, &index);
+
+	return ret ? ret : link_name(trans, root, parent, name, ino, index, BTRFS_FT_DIR);
 }
 
 #define WRITE_EXTENT_MAX (1024 * 1024)
@@ -192,40 +197,13 @@ static int do_write(struct tlog_trans *trans, struct btrfs_root *root, u64 paren
 		    const char *name, const u8 *data, u64 size)
 {
 	u32 ss = trans->fs->sectorsize;
-	u16 len = strlen(name);
-	u64 ino = next_objectid(root), index = next_dir_index(root, parent);
-	u64 aligned = (size + ss - 1) / ss * ss;
-	struct btrfs_key keys[2] = {
-		{ ino, BTRFS_INODE_ITEM_KEY, 0 },
-		{ ino, BTRFS_INODE_REF_KEY, parent },
-	};
-	u32 sizes[2] = { sizeof(struct btrfs_inode_item), sizeof(struct btrfs_inode_ref) + len };
-	struct btrfs_key dkey = { parent, BTRFS_DIR_ITEM_KEY, btrfs_name_hash(name, len) };
-	struct btrfs_inode_item *ii;
-	struct btrfs_inode_ref *ref;
-	struct btrfs_path path;
+	u64 aligned = (size + ss - 1) / ss * ss, ino, index;
 	u8 *buf;
 	int ret;
 
-	btrfs_init_path(&path);
-	ret = btrfs_insert_empty_items(trans, root, &path, keys, sizes, 2);
+	ret = create_inode(trans, root, parent, name, S_IFREG | 0644, size, aligned, &ino, &index);
 	if (ret)
 		return ret;
-	ii = btrfs_item_ptr(path.nodes[0], path.slots[0]);
-	btrfs_set_inode_item_generation(ii, trans->transid);
-	btrfs_set_inode_item_transid(ii, trans->transid);
-	btrfs_set_inode_item_size(ii, size);
-	btrfs_set_inode_item_nbytes(ii, aligned);
-	btrfs_set_inode_item_nlink(ii, 1);
-	btrfs_set_inode_item_mode(ii, S_IFREG | 0644);
-	set_now(&ii->atime);
-	ii->ctime = ii->mtime = ii->otime = ii->atime;
-	ref = btrfs_item_ptr(path.nodes[0], path.slots[0] + 1);
-	btrfs_set_inode_ref_index(ref, index);
-	btrfs_set_inode_ref_name_len(ref, len);
-	memcpy(ref + 1, name, len);
-	btrfs_release_path(&path);
-
 	buf = calloc(1, WRITE_EXTENT_MAX);
 	if (!buf)
 		return -ENOMEM;
@@ -244,14 +222,7 @@ static int do_write(struct tlog_trans *trans, struct btrfs_root *root, u64 paren
 			ret = insert_file_extent(trans, root, ino, off, bytenr, n);
 	}
 	free(buf);
-	if (!ret)
-		ret = insert_dir_entry(trans, root, &dkey, ino, name, len, BTRFS_FT_REG_FILE);
-	if (!ret) {
-		dkey.type = BTRFS_DIR_INDEX_KEY;
-		dkey.offset = index;
-		ret = insert_dir_entry(trans, root, &dkey, ino, name, len, BTRFS_FT_REG_FILE);
-	}
-	return ret ? ret : update_parent(trans, root, parent, 1, len);
+	return ret ? ret : link_name(trans, root, parent, name, ino, index, BTRFS_FT_REG_FILE);
 }
 
 /* Delete the first item of @ino with key type @type, into @key; 1 if none. */
