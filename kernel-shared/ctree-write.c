@@ -181,7 +181,15 @@ static int cow_one(struct tlog_trans *trans, struct btrfs_root *root,
 		root->bytenr = cow->start;
 		root->generation = trans->transid;
 	}
-	err = free_block(trans, root, eb);
+	if (trans->ops->cow_tree_block) {
+		bool last_ref = true;
+
+		err = trans->ops->cow_tree_block(trans, root, eb, cow, &last_ref);
+		if (!err && last_ref)
+			err = free_block(trans, root, eb);
+	} else {
+		err = free_block(trans, root, eb);
+	}
 	free_extent_buffer(eb);
 	if (err) {
 		free_extent_buffer(cow);

@@ -3,9 +3,9 @@
  * Data extents: allocation with their extent item and back reference, and
  * release with the item, checksums and space (format.md 7.3, 7.4).
  *
- * A new extent has one inline EXTENT_DATA_REF.  Shared extents (reflinks,
- * snapshots) are refused when freed until their reference counting is
- * written: dropping one would need the other references kept.
+ * A new extent has one inline EXTENT_DATA_REF.  Dropping a reference of an
+ * extent others still use (reflinks, snapshots) only removes that
+ * reference; the last one takes the item, checksums and space.
  */
 #include <errno.h>
 #include <string.h>
@@ -86,10 +86,18 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 	if (ret > 0)
 		ret = tlog_error(-EUCLEAN, "data extent %llu+%llu has no extent item",
 				 (unsigned long long)bytenr, (unsigned long long)len);
+	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) >=
+	    sizeof(struct btrfs_extent_item) &&
+	    btrfs_extent_item_refs((const struct btrfs_extent_item *)
+				   btrfs_item_ptr(path.nodes[0], path.slots[0])) > 1) {
+		/* others still use it (reflinks, snapshots): one reference less */
+		btrfs_release_path(&path);
+		return btrfs_drop_data_ref(trans, bytenr, len, root, ino, offset);
+	}
 	if (ret == 0 && !only_this_ref(path.nodes[0], path.slots[0], root, ino, offset))
-		ret = tlog_error(-EOPNOTSUPP,
-				 "data extent %llu is shared or referenced in another way; not handled yet",
-				 (unsigned long long)bytenr);
+		ret = tlog_error(-EUCLEAN, "data extent %llu: its only reference is not (%llu %llu %llu)",
+				 (unsigned long long)bytenr, (unsigned long long)root,
+				 (unsigned long long)ino, (unsigned long long)offset);
 	if (ret == 0)
 		ret = btrfs_del_items(trans, eroot, &path, path.slots[0], 1);
 	btrfs_release_path(&path);

@@ -163,6 +163,7 @@ static int trans_free_block(struct tlog_trans *trans, struct btrfs_root *root, u
 static const struct tlog_trans_ops image_trans_ops = {
 	.alloc_tree_block = trans_alloc_block,
 	.free_tree_block = trans_free_block,
+	.cow_tree_block = btrfs_update_ref_for_cow,
 };
 
 int tlog_trans_start(struct tlog_fs *fs, struct tlog_trans **ret)

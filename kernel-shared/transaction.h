@@ -20,6 +20,14 @@ struct tlog_trans_ops {
 	/* @bytenr no longer belongs to @root (its space is pinned until commit). */
 	int (*free_tree_block)(struct tlog_trans *trans, struct btrfs_root *root,
 			       u64 bytenr, int level);
+	/*
+	 * Optional: @buf is being copied to @cow and may be shared with other
+	 * trees; sort out the references, and clear *@last_ref when @buf
+	 * stays in use elsewhere (it is then not freed).
+	 */
+	int (*cow_tree_block)(struct tlog_trans *trans, struct btrfs_root *root,
+			      const struct extent_buffer *buf, const struct extent_buffer *cow,
+			      bool *last_ref);
 };
 
 struct tlog_trans {
@@ -58,6 +66,15 @@ void tlog_trans_abort(struct tlog_trans *trans);
  */
 int tlog_trans_alloc_space(struct tlog_trans *trans, u64 type, u64 len, u64 align, u64 *ret);
 int tlog_trans_account_space(struct tlog_trans *trans, u64 bytenr, u64 len, bool allocated);
+
+/* References when copying a block a snapshot may share (backref.c). */
+int btrfs_update_ref_for_cow(struct tlog_trans *trans, struct btrfs_root *root,
+			     const struct extent_buffer *buf, const struct extent_buffer *cow,
+			     bool *last_ref);
+
+/* Drop one normal reference to a data extent others still reference. */
+int btrfs_drop_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root, u64 ino,
+			u64 offset);
 
 /* ---- data extents (extent-tree.c) and their checksums (file-item.c) ---- */
 

@@ -233,25 +233,27 @@ static int delete_first_item(struct tlog_trans *trans, struct btrfs_root *root, 
 	struct btrfs_path path;
 	int ret;
 
+	/* find it read-only (it may start the next leaf), then delete by exact key */
 	btrfs_init_path(&path);
-	ret = btrfs_search_slot_for_write(trans, root, &search, &path, -1);
-	if (ret >= 0) {
-		ret = 0;
-		if (path.slots[0] >= (int)btrfs_header_nritems_eb(path.nodes[0])) {
+	ret = btrfs_search_forward(root, &search, &path);
+	if (ret == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], key, path.slots[0]);
+		if (key->objectid != ino || key->type != type)
 			ret = 1;
-		} else {
-			btrfs_item_key_to_cpu(path.nodes[0], key, path.slots[0]);
-			if (key->objectid != ino || key->type != type)
-				ret = 1;
-		}
-		if (ret == 0) {
-			u32 size = btrfs_item_size(path.nodes[0], path.slots[0]);
+	}
+	btrfs_release_path(&path);
+	if (ret)
+		return ret;
+	ret = btrfs_search_slot_for_write(trans, root, key, &path, -1);
+	if (ret == 0) {
+		u32 size = btrfs_item_size(path.nodes[0], path.slots[0]);
 
-			if (copy)
-				memcpy(copy, btrfs_item_ptr(path.nodes[0], path.slots[0]),
-				       size < copy_size ? size : copy_size);
-			ret = btrfs_del_items(trans, root, &path, path.slots[0], 1);
-		}
+		if (copy)
+			memcpy(copy, btrfs_item_ptr(path.nodes[0], path.slots[0]),
+			       size < copy_size ? size : copy_size);
+		ret = btrfs_del_items(trans, root, &path, path.slots[0], 1);
+	} else if (ret > 0) {
+		ret = -EUCLEAN;
 	}
 	btrfs_release_path(&path);
 	return ret;
@@ -278,6 +280,8 @@ static int do_rm(struct tlog_fs *fs, struct tlog_trans *trans, struct btrfs_root
 	if (!ret)
 		ret = delete_first_item(trans, root, ino, BTRFS_INODE_REF_KEY, &key, &ref,
 					sizeof(ref));
+	if (ret > 0)
+		ret = -ENOENT;
 	if (!ret) {
 		key = (struct btrfs_key){ parent, BTRFS_DIR_INDEX_KEY,
 					  btrfs_inode_ref_index(&ref) };
@@ -366,7 +370,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "open: %s\n", tlog_error_get());
 		return 1;
 	}
-	err = btrfs_read_root(fs, BTRFS_FS_TREE_OBJECTID, &root);
+	/* WTEST_SUBVOL=ID works in another subvolume (a snapshot, say) */
+	err = btrfs_read_root(fs, getenv("WTEST_SUBVOL") ? strtoull(getenv("WTEST_SUBVOL"), NULL, 0) :
+			      BTRFS_FS_TREE_OBJECTID, &root);
 	for (long i = 0; !err && i < count; i++) {
 		char name[256];
 
