@@ -4,9 +4,9 @@
  * 10, 12.1 step 6): a hole in the device takes the stripes; the chunk tree
  * gets the CHUNK_ITEM and the DEV_ITEM's new bytes_used, the device tree
  * the DEV_EXTENTs, the block group tree (or extent tree) the
- * BLOCK_GROUP_ITEM, the free space tree an all-free group.  SYSTEM chunks,
- * which would also change the superblock's sys_chunk_array, are not
- * allocated here.
+ * BLOCK_GROUP_ITEM, the free space tree an all-free group.  A SYSTEM chunk
+ * also goes into the superblock's sys_chunk_array, which is how a mount
+ * finds the chunk tree.
  */
 #include <errno.h>
 #include <string.h>
@@ -26,6 +26,7 @@ static u64 wanted_chunk_size(const struct tlog_fs *fs, u64 type)
 {
 	u64 total = btrfs_super_block_total_bytes(&fs->super);
 	u64 cap = type == BTRFS_BLOCK_GROUP_DATA ? SZ_1G :
+		  type == BTRFS_BLOCK_GROUP_SYSTEM ? 32 * SZ_1M :
 		  total >= 50 * SZ_1G ? SZ_1G : SZ_256M;
 	u64 size = total / 10 / SZ_16M * SZ_16M;
 
@@ -124,6 +125,48 @@ static int insert_chunk_item(struct tlog_trans *trans, u64 logical, u64 len, u64
 	return err;
 }
 
+/*
+ * Append the SYSTEM chunk at @logical (the highest, so the array stays in
+ * order) to the superblock's sys_chunk_array, from the chunk map.
+ */
+static int add_to_sys_chunk_array(struct tlog_fs *fs, u64 logical)
+{
+	const struct map_lookup *m = chunk_map_find(&fs->chunks, logical);
+	struct btrfs_super_block *sb = &fs->super;
+	u32 size = btrfs_super_block_sys_chunk_array_size(sb);
+	u8 buf[sizeof(struct btrfs_disk_key) + sizeof(struct btrfs_chunk) +
+	       (TLOG_MAX_STRIPES - 1) * sizeof(struct btrfs_stripe)] = { 0 };
+	struct btrfs_key key = { BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, logical };
+	struct btrfs_chunk *c = (void *)(buf + sizeof(struct btrfs_disk_key));
+	u32 len;
+
+	if (!m)
+		return -EUCLEAN;
+	len = sizeof(struct btrfs_disk_key) + btrfs_chunk_item_size(m->num_stripes);
+	if (size + len > BTRFS_SYSTEM_CHUNK_ARRAY_SIZE)
+		return tlog_error(-ENOSPC, "the superblock has no room for another system chunk");
+	btrfs_cpu_key_to_disk((struct btrfs_disk_key *)buf, &key);
+	btrfs_set_chunk_length(c, m->length);
+	btrfs_set_chunk_owner(c, BTRFS_EXTENT_TREE_OBJECTID);
+	btrfs_set_chunk_stripe_len(c, m->stripe_len);
+	btrfs_set_chunk_type(c, m->type);
+	btrfs_set_chunk_io_align(c, BTRFS_STRIPE_LEN);
+	btrfs_set_chunk_io_width(c, BTRFS_STRIPE_LEN);
+	btrfs_set_chunk_sector_size(c, fs->sectorsize);
+	btrfs_set_chunk_num_stripes(c, m->num_stripes);
+	btrfs_set_chunk_sub_stripes(c, 1);
+	for (int i = 0; i < m->num_stripes; i++) {
+		struct btrfs_stripe *s = btrfs_chunk_stripe(c, i);
+
+		btrfs_set_stripe_devid(s, m->stripes[i].devid);
+		btrfs_set_stripe_offset(s, m->stripes[i].physical);
+		memcpy(s->dev_uuid, m->stripes[i].dev_uuid, BTRFS_UUID_SIZE);
+	}
+	memcpy(sb->sys_chunk_array + size, buf, len);
+	btrfs_set_super_block_sys_chunk_array_size(sb, size + len);
+	return 0;
+}
+
 static int insert_dev_extents(struct tlog_trans *trans, u64 logical, u64 len, int stripes,
 			      const u64 *physical)
 {
@@ -218,8 +261,6 @@ int btrfs_alloc_chunk(struct tlog_trans *trans, struct tlog_block_groups *bgs, u
 	u64 profile, len, hole = 0, hole_len = 0, logical = 0, physical[2], flags;
 	int stripes, err;
 
-	if (type == BTRFS_BLOCK_GROUP_SYSTEM)
-		return tlog_error(-ENOSPC, "system chunks are full; adding one is not supported yet");
 	profile_of(fs, type, &stripes, &profile);
 	if (stripes > 2)
 		return tlog_error(-EOPNOTSUPP, "cannot allocate chunks of this profile");
@@ -239,6 +280,8 @@ int btrfs_alloc_chunk(struct tlog_trans *trans, struct tlog_block_groups *bgs, u
 		physical[i] = hole + i * len;
 	flags = type | profile;
 	err = insert_chunk_item(trans, logical, len, flags, stripes, physical);
+	if (!err && type == BTRFS_BLOCK_GROUP_SYSTEM)
+		err = add_to_sys_chunk_array(fs, logical);
 	if (!err)
 		err = insert_dev_extents(trans, logical, len, stripes, physical);
 	if (!err)

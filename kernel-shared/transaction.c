@@ -46,6 +46,7 @@ struct trans_state {
 	struct btrfs_root *dirty_roots[64];
 	int nr_dirty_roots;
 	bool allocating_chunk;		/* no new chunk while making one */
+	u64 system_reserve;		/* grow SYSTEM space below this */
 };
 
 static struct trans_state *state_of(struct tlog_trans *trans)
@@ -104,7 +105,16 @@ static int grow_space(struct trans_state *st, u64 type)
 	if (st->allocating_chunk)
 		return -ENOSPC;
 	st->allocating_chunk = true;
-	err = btrfs_alloc_chunk(&st->trans, &st->bgs, type);
+	/*
+	 * A chunk item goes into the chunk tree, in SYSTEM space: make sure
+	 * that has room first, as the kernel checks before each new chunk.
+	 */
+	err = 0;
+	if (type != BTRFS_BLOCK_GROUP_SYSTEM &&
+	    btrfs_free_bytes(&st->bgs, BTRFS_BLOCK_GROUP_SYSTEM) < st->system_reserve)
+		err = btrfs_alloc_chunk(&st->trans, &st->bgs, BTRFS_BLOCK_GROUP_SYSTEM);
+	if (!err)
+		err = btrfs_alloc_chunk(&st->trans, &st->bgs, type);
 	st->allocating_chunk = false;
 	return err;
 }
@@ -114,7 +124,7 @@ static int alloc_space(struct trans_state *st, u64 type, u64 len, u64 align, u64
 {
 	int err = btrfs_alloc_range(&st->bgs, type, len, align, ret);
 
-	if (err != -ENOSPC || type == BTRFS_BLOCK_GROUP_SYSTEM)
+	if (err != -ENOSPC)
 		return err;
 	err = grow_space(st, type);
 	return err ? err : btrfs_alloc_range(&st->bgs, type, len, align, ret);
@@ -130,9 +140,14 @@ static int trans_alloc_block(struct tlog_trans *trans, struct btrfs_root *root, 
 	struct block_rec rec;
 	int err;
 
-	/* add metadata space before it is short, not when nothing is left */
-	if (type == BTRFS_BLOCK_GROUP_METADATA && !st->allocating_chunk &&
-	    btrfs_free_bytes(&st->bgs, type) < METADATA_RESERVE(fs)) {
+	/*
+	 * Add space before it is short, not when nothing is left: making a
+	 * chunk changes trees itself (for a SYSTEM chunk, the chunk tree, which
+	 * lives in SYSTEM space).
+	 */
+	if (!st->allocating_chunk &&
+	    btrfs_free_bytes(&st->bgs, type) < (type == BTRFS_BLOCK_GROUP_SYSTEM ?
+						st->system_reserve : METADATA_RESERVE(fs))) {
 		err = grow_space(st, type);
 		if (err && err != -ENOSPC)
 			return err;
@@ -188,6 +203,7 @@ int tlog_trans_start(struct tlog_fs *fs, struct tlog_trans **ret)
 	}
 	st->trans = (struct tlog_trans){ .fs = fs, .transid = fs->generation + 1,
 					 .ops = &image_trans_ops, .priv = st };
+	st->system_reserve = 16ULL * fs->nodesize;
 	*ret = &st->trans;
 	return 0;
 }
@@ -319,6 +335,11 @@ static int account(struct trans_state *st, u64 bytenr, s64 delta, struct tlog_bl
 static bool fst_enabled(const struct tlog_fs *fs)
 {
 	return fs->compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
+}
+
+void tlog_trans_set_system_reserve(struct tlog_trans *trans, u64 bytes)
+{
+	state_of(trans)->system_reserve = bytes;
 }
 
 int tlog_trans_alloc_space(struct tlog_trans *trans, u64 type, u64 len, u64 align, u64 *ret)

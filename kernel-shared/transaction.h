@@ -57,6 +57,11 @@ int tlog_trans_start(struct tlog_fs *fs, struct tlog_trans **ret);
 int tlog_trans_commit(struct tlog_trans *trans);
 /* Drop a transaction without writing anything. */
 void tlog_trans_abort(struct tlog_trans *trans);
+/*
+ * SYSTEM space is grown when less than @bytes are free (default 16 tree
+ * blocks); tests raise it to exercise the growth.
+ */
+void tlog_trans_set_system_reserve(struct tlog_trans *trans, u64 bytes);
 
 /*
  * Space for extent-tree users: take @len bytes of a block group of @type

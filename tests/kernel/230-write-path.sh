@@ -57,4 +57,25 @@ check_clean "$img" "metadata growth"
 mount_image "$img" "$mnt"
 [ "$(ls "$mnt" | wc -l)" = 150000 ] || fail "the kernel does not see 150000 entries"
 umount_image "$mnt"
+
+# SYSTEM space grows too (forced early here): the new chunk must also reach
+# the superblock's sys_chunk_array, or no mount could find the chunk tree
+for mk in "tlogctl" "mkfs.btrfs -m single"; do
+	if [ "$mk" = tlogctl ]; then
+		rm -f "$img"; tl mkfs -q -b 1G "$img" || fail "mkfs"
+	else
+		make_image "$img" 1G -m single
+	fi
+	head -c 20000000 /dev/urandom > "$TMP/big"
+	WTEST_SYSTEM_RESERVE=$((1 << 30)) "$WTEST" write "$img" big "$TMP/big" 2> "$TMP/w.err" ||
+		{ cat "$TMP/w.err"; fail "$mk: write with SYSTEM growth"; }
+	check_clean "$img" "$mk: SYSTEM growth"
+	[ "$(tl dump-super -f "$img" | grep -c 'type SYSTEM')" = 2 ] ||
+		fail "$mk: the new SYSTEM chunk is not in the sys_chunk_array"
+	mount_image "$img" "$mnt"
+	cmp -s "$mnt/big" "$TMP/big" || fail "$mk: the kernel reads the file wrong"
+	mkdir "$mnt/by-kernel" || fail "$mk: the kernel cannot write"
+	umount_image "$mnt"
+	check_clean "$img" "$mk: SYSTEM growth, after the kernel wrote"
+done
 exit 0

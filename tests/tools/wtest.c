@@ -376,8 +376,13 @@ int main(int argc, char **argv)
 	for (long i = 0; !err && i < count; i++) {
 		char name[256];
 
-		if (!trans)
+		if (!trans) {
 			err = tlog_trans_start(fs, &trans);
+			/* WTEST_SYSTEM_RESERVE=BYTES makes SYSTEM space grow early */
+			if (!err && getenv("WTEST_SYSTEM_RESERVE"))
+				tlog_trans_set_system_reserve(trans,
+					strtoull(getenv("WTEST_SYSTEM_RESERVE"), NULL, 0));
+		}
 		if (err)
 			break;
 		u64 dir = btrfs_root_item_root_dirid(&root->root_item);
