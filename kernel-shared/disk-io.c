@@ -648,6 +648,29 @@ int tlog_fs_create_memory(u32 nodesize, u32 sectorsize, u16 csum_type, struct tl
 	return 0;
 }
 
+int btrfs_write_all_supers(struct tlog_fs *fs)
+{
+	struct btrfs_super_block *sb = &fs->super;
+	u64 total = btrfs_dev_item_total_bytes(&sb->dev_item);
+	int err = 0;
+
+	for (int mirror = 0; mirror < BTRFS_SUPER_MIRROR_MAX; mirror++) {
+		u64 off = btrfs_sb_offset(mirror);
+
+		/* as the kernel: a copy must end before the device's last byte */
+		if (off + BTRFS_SUPER_INFO_SIZE >= total || off + BTRFS_SUPER_INFO_SIZE > fs->bdev->size)
+			break;
+		btrfs_set_super_block_bytenr(sb, off);
+		btrfs_csum_data(fs->csum_type, (u8 *)sb + BTRFS_CSUM_SIZE,
+				BTRFS_SUPER_INFO_SIZE - BTRFS_CSUM_SIZE, sb->csum);
+		err = tlog_bdev_write(fs->bdev, sb, BTRFS_SUPER_INFO_SIZE, off);
+		if (err)
+			break;
+	}
+	btrfs_set_super_block_bytenr(sb, btrfs_sb_offset(fs->super_mirror));
+	return err;
+}
+
 const struct extent_buffer *btrfs_find_cached_block(struct tlog_fs *fs, u64 bytenr)
 {
 	return eb_cache_lookup(&fs->cache, bytenr);

@@ -32,6 +32,12 @@ int btrfs_validate_super(const struct btrfs_super_block *sb, int mirror);
 int btrfs_load_super(struct tlog_bdev *bdev, int mirror,
 		     struct btrfs_super_block *sb, int *used);
 
+/*
+ * Write fs->super to every copy that fits the device, each with its own
+ * bytenr and checksum, primary first.  The caller flushes around it.
+ */
+int btrfs_write_all_supers(struct tlog_fs *fs);
+
 /* Verify a tree block image (checksum and header) read for @bytenr. */
 int btrfs_check_tree_block(struct tlog_fs *fs, const u8 *buf, u64 bytenr);
 /* The same without the checksum: header and item layout only. */

@@ -602,7 +602,6 @@ static int write_supers(struct tlog_trans *trans)
 	struct tlog_fs *fs = trans->fs;
 	struct btrfs_super_block *sb = &fs->super;
 	u64 used = 0;
-	int err;
 
 	for (size_t i = 0; i < st->bgs.nr; i++)
 		used += st->bgs.v[i].used;
@@ -616,21 +615,7 @@ static int write_supers(struct tlog_trans *trans)
 	btrfs_set_super_block_chunk_root_generation(sb, fs->chunk_root->generation);
 	btrfs_set_super_block_bytes_used(sb, used);
 	fill_backup_root(fs);
-
-	for (int mirror = 0; mirror < BTRFS_SUPER_MIRROR_MAX; mirror++) {
-		u64 off = btrfs_sb_offset(mirror);
-
-		if (off + BTRFS_SUPER_INFO_SIZE > fs->bdev->size)
-			break;
-		btrfs_set_super_block_bytenr(sb, off);
-		btrfs_csum_data(fs->csum_type, (u8 *)sb + BTRFS_CSUM_SIZE,
-				BTRFS_SUPER_INFO_SIZE - BTRFS_CSUM_SIZE, sb->csum);
-		err = tlog_bdev_write(fs->bdev, sb, BTRFS_SUPER_INFO_SIZE, off);
-		if (err)
-			return err;
-	}
-	btrfs_set_super_block_bytenr(sb, btrfs_sb_offset(fs->super_mirror));
-	return 0;
+	return btrfs_write_all_supers(fs);
 }
 
 int tlog_trans_commit(struct tlog_trans *trans)
