@@ -7,6 +7,7 @@
 
 extern const struct cmd_struct cmd_struct_dump_super;
 extern const struct cmd_struct cmd_struct_dump_tree;
+extern const struct cmd_struct cmd_struct_dump_log;
 extern const struct cmd_struct cmd_struct_ls;
 extern const struct cmd_struct cmd_struct_stat;
 extern const struct cmd_struct cmd_struct_fiemap;

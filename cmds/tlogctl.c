@@ -14,6 +14,7 @@
 static const struct cmd_struct *const commands[] = {
 	&cmd_struct_dump_super,
 	&cmd_struct_dump_tree,
+	&cmd_struct_dump_log,
 	&cmd_struct_ls,
 	&cmd_struct_stat,
 	&cmd_struct_fiemap,
