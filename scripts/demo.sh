@@ -16,10 +16,14 @@ mkfs.btrfs -q -f -L demo -r "$work/src" "$work/demo.img"
 
 run() { echo; echo "\$ tlogctl $*"; "$TL" "$@"; }
 run --version
+run mkfs -L made-by-tlogctl -b 256M -f "$work/fresh.img"
+run dump-tree -t fs "$work/fresh.img"
 run dump-super "$work/demo.img"
 run ls -l -i "$work/demo.img" /
 run ls -l "$work/demo.img" /docs
 run stat "$work/demo.img" /bin/blob
-run dump-tree -t fs "$work/demo.img"
+run fiemap -v "$work/demo.img" /bin/blob
+run seek "$work/demo.img" /bin/blob -a -r 0
+run cat "$work/demo.img" /docs/readme.txt
 echo; echo "\$ tlogctl stat --format json IMAGE /link"
 "$TL" stat --format json "$work/demo.img" /link
