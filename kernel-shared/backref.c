@@ -110,8 +110,13 @@ static u32 find_inline_ref(const struct tlog_fs *fs, const struct btrfs_path *pa
 			if (type == BTRFS_EXTENT_DATA_REF_KEY) {
 				if (data_ref_matches((const void *)(p + cur + 1), r))
 					return cur;
-			} else if (le64toh(*(const __le64 *)(p + cur + 1)) == r->parent_or_root) {
-				return cur;
+			} else {
+				/* the u64 after the type byte is not aligned: copy it */
+				__le64 v;
+
+				memcpy(&v, p + cur + 1, sizeof(v));
+				if (le64toh(v) == r->parent_or_root)
+					return cur;
 			}
 		}
 		cur += len;
