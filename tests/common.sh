@@ -143,3 +143,12 @@ expect_error() {
 	[ "$(grep -c '^tlogctl: ERROR:' "$TMP/r.err")" -eq 1 ] || {
 		cat "$TMP/r.err"; fail "more than one error line: $*"; }
 }
+
+# check_clean IMG WHAT [btrfs check options...]: btrfs check --readonly
+# finds nothing, or the test fails showing the end of its report.
+check_clean() {
+	local img="$1" what="$2"
+	shift 2
+	btrfs check --readonly "$@" "$img" > "$TMP/check.out" 2>&1 || {
+		tail -20 "$TMP/check.out"; fail "$what: btrfs check found errors"; }
+}

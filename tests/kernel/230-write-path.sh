@@ -10,11 +10,6 @@ need_cmd mkfs.btrfs btrfs
 WTEST="$BUILDDIR/tests/tools/wtest"
 [ -x "$WTEST" ] || fail "tests/tools/wtest is not built"
 
-check_clean() {
-	btrfs check --readonly "$1" > "$TMP/check.out" 2>&1 || {
-		tail -20 "$TMP/check.out"; fail "$2: btrfs check found errors"; }
-}
-
 need_mount
 img="$TMP/w.img"
 mnt="$TMP/mnt"
