@@ -15,8 +15,7 @@ int resolve_image_path(struct tlog_fs *fs, u64 subvol, const char *image,
 	int err;
 
 	tlog_error_clear();
-	if (subvol && subvol != BTRFS_FS_TREE_OBJECTID &&
-	    (subvol < BTRFS_FIRST_FREE_OBJECTID || subvol > BTRFS_LAST_FREE_OBJECTID)) {
+	if (subvol && !btrfs_is_subvolume_id(subvol)) {
 		error("%llu is not a subvolume id (use 5 or 256 and up)",
 		      (unsigned long long)subvol);
 		return -EINVAL;

@@ -28,24 +28,10 @@
 #include "errctx.h"
 #include "transaction.h"
 
-static int extent_root(struct tlog_trans *trans, struct btrfs_root **ret)
+/* Key of the extent item of a data extent. */
+static struct btrfs_key data_extent_key(u64 bytenr, u64 len)
 {
-	return btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, ret);
-}
-
-static bool skinny(const struct tlog_fs *fs)
-{
-	return fs->incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
-}
-
-/* Key of the extent item of a tree block or a data extent. */
-static struct btrfs_key extent_key(const struct tlog_fs *fs, u64 bytenr, bool tree_block,
-				   int level, u64 len)
-{
-	if (tree_block && skinny(fs))
-		return (struct btrfs_key){ bytenr, BTRFS_METADATA_ITEM_KEY, (u64)level };
-	return (struct btrfs_key){ bytenr, BTRFS_EXTENT_ITEM_KEY,
-				   tree_block ? fs->nodesize : len };
+	return (struct btrfs_key){ bytenr, BTRFS_EXTENT_ITEM_KEY, len };
 }
 
 /* Start of the inline references in an extent item. */
@@ -186,7 +172,7 @@ static int add_ref(struct tlog_trans *trans, const struct btrfs_key *ekey, u64 b
 	bool found;
 	int ret;
 
-	ret = extent_root(trans, &eroot);
+	ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
 	if (ret)
 		return ret;
 	/* counted in place when the same data reference exists inline */
@@ -253,7 +239,7 @@ static int drop_ref(struct tlog_trans *trans, const struct btrfs_key *ekey, u64 
 	struct btrfs_path path;
 	int ret;
 
-	ret = extent_root(trans, &eroot);
+	ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
 	if (ret)
 		return ret;
 	btrfs_init_path(&path);
@@ -336,7 +322,7 @@ static int change_child_refs(struct tlog_trans *trans, struct btrfs_root *root,
 
 		if (level > 0) {
 			bytenr = btrfs_node_blockptr(eb, i);
-			ekey = extent_key(fs, bytenr, true, level - 1, 0);
+			ekey = btrfs_tree_block_extent_key(fs, bytenr, level - 1);
 			r.type = full ? BTRFS_SHARED_BLOCK_REF_KEY : BTRFS_TREE_BLOCK_REF_KEY;
 			r.parent_or_root = full ? eb->start : root->root_key.objectid;
 		} else {
@@ -352,8 +338,7 @@ static int change_child_refs(struct tlog_trans *trans, struct btrfs_root *root,
 			    !btrfs_file_extent_item_disk_bytenr(fi))
 				continue;
 			bytenr = btrfs_file_extent_item_disk_bytenr(fi);
-			ekey = extent_key(fs, bytenr, false, 0,
-					  btrfs_file_extent_item_disk_num_bytes(fi));
+			ekey = data_extent_key(bytenr, btrfs_file_extent_item_disk_num_bytes(fi));
 			r.type = full ? BTRFS_SHARED_DATA_REF_KEY : BTRFS_EXTENT_DATA_REF_KEY;
 			r.parent_or_root = full ? eb->start : root->root_key.objectid;
 			r.ino = key.objectid;
@@ -366,10 +351,7 @@ static int change_child_refs(struct tlog_trans *trans, struct btrfs_root *root,
 
 static bool block_can_be_shared(struct btrfs_root *root, const struct extent_buffer *buf)
 {
-	u64 id = root->root_key.objectid;
-
-	if (id != BTRFS_FS_TREE_OBJECTID &&
-	    (id < BTRFS_FIRST_FREE_OBJECTID || id > BTRFS_LAST_FREE_OBJECTID))
+	if (!btrfs_is_subvolume_id(root->root_key.objectid))
 		return false;
 	/* only blocks older than the last snapshot can be in another tree */
 	return btrfs_header_generation(eb_header(buf)) <=
@@ -382,7 +364,7 @@ int btrfs_update_ref_for_cow(struct tlog_trans *trans, struct btrfs_root *root,
 {
 	struct tlog_fs *fs = trans->fs;
 	int level = btrfs_header_level_eb(buf);
-	struct btrfs_key ekey = extent_key(fs, buf->start, true, level, 0);
+	struct btrfs_key ekey = btrfs_tree_block_extent_key(fs, buf->start, level);
 	struct btrfs_root *eroot;
 	struct btrfs_path path;
 	u64 refs, flags, owner = btrfs_header_owner(eb_header(buf));
@@ -393,7 +375,7 @@ int btrfs_update_ref_for_cow(struct tlog_trans *trans, struct btrfs_root *root,
 	*last_ref = true;
 	if (!block_can_be_shared(root, buf))
 		return 0;
-	ret = extent_root(trans, &eroot);
+	ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
 	if (ret)
 		return ret;
 	btrfs_init_path(&path);
@@ -437,7 +419,7 @@ int btrfs_update_ref_for_cow(struct tlog_trans *trans, struct btrfs_root *root,
 int btrfs_drop_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root, u64 ino,
 			u64 offset)
 {
-	struct btrfs_key ekey = extent_key(trans->fs, bytenr, false, 0, len);
+	struct btrfs_key ekey = data_extent_key(bytenr, len);
 	struct ref_desc r = { BTRFS_EXTENT_DATA_REF_KEY, root, ino, offset };
 
 	return drop_ref(trans, &ekey, bytenr, &r);

@@ -154,8 +154,7 @@ static int read_block_group_items(struct tlog_fs *fs, struct tlog_block_groups *
 	size_t cap = 0;
 	int err;
 
-	err = btrfs_read_root(fs, (fs->compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE) ?
-			      BTRFS_BLOCK_GROUP_TREE_OBJECTID : BTRFS_EXTENT_TREE_OBJECTID, &tree);
+	err = btrfs_read_root(fs, btrfs_block_group_root_id(fs), &tree);
 	if (err)
 		return err;
 	btrfs_for_each_item(tree, &iter, &min, &max) {

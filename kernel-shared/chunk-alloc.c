@@ -220,8 +220,7 @@ static int insert_block_group(struct tlog_trans *trans, u64 logical, u64 len, u6
 	struct btrfs_root *root;
 	int err;
 
-	err = btrfs_read_root(fs, (fs->compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE) ?
-			      BTRFS_BLOCK_GROUP_TREE_OBJECTID : BTRFS_EXTENT_TREE_OBJECTID, &root);
+	err = btrfs_read_root(fs, btrfs_block_group_root_id(fs), &root);
 	if (err)
 		return err;
 	memset(&bgi, 0, sizeof(bgi));

@@ -80,6 +80,28 @@ struct tlog_fs {
 	struct list_head dirty_blocks;		/* tree blocks to write at commit */
 };
 
+/* Tree blocks have skinny extent items (METADATA_ITEM keyed by level). */
+static inline bool btrfs_fs_skinny(const struct tlog_fs *fs)
+{
+	return fs->incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
+}
+
+/* Key of the extent item of the tree block at @bytenr, @level. */
+static inline struct btrfs_key btrfs_tree_block_extent_key(const struct tlog_fs *fs, u64 bytenr,
+							   int level)
+{
+	if (btrfs_fs_skinny(fs))
+		return (struct btrfs_key){ bytenr, BTRFS_METADATA_ITEM_KEY, (u64)level };
+	return (struct btrfs_key){ bytenr, BTRFS_EXTENT_ITEM_KEY, fs->nodesize };
+}
+
+/* The tree holding BLOCK_GROUP_ITEMs: the block group tree, else the extent tree. */
+static inline u64 btrfs_block_group_root_id(const struct tlog_fs *fs)
+{
+	return (fs->compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE) ?
+	       BTRFS_BLOCK_GROUP_TREE_OBJECTID : BTRFS_EXTENT_TREE_OBJECTID;
+}
+
 /* A position in a tree: the block and slot at each level, leaf at 0. */
 struct btrfs_path {
 	struct extent_buffer *nodes[BTRFS_MAX_LEVEL];

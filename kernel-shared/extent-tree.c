@@ -16,11 +16,6 @@
 #define DATA_ITEM_SIZE (sizeof(struct btrfs_extent_item) + 1 + \
 			sizeof(struct btrfs_extent_data_ref))
 
-static int extent_root(struct tlog_trans *trans, struct btrfs_root **ret)
-{
-	return btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, ret);
-}
-
 int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
 			    u64 offset, u64 len, u64 *bytenr)
 {
@@ -34,7 +29,7 @@ int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u
 	if (len == 0 || len % trans->fs->sectorsize)
 		return tlog_error(-EINVAL, "data extent length %llu is not a sector multiple",
 				  (unsigned long long)len);
-	err = extent_root(trans, &eroot);
+	err = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
 	if (!err)
 		err = tlog_trans_alloc_space(trans, BTRFS_BLOCK_GROUP_DATA, len,
 					     trans->fs->sectorsize, bytenr);
@@ -78,7 +73,7 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 	struct btrfs_path path;
 	int ret;
 
-	ret = extent_root(trans, &eroot);
+	ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
 	if (ret)
 		return ret;
 	btrfs_init_path(&path);

@@ -128,11 +128,7 @@ static int data_extent_refs(struct fiemap_ctx *ctx, u64 bytenr, u64 len, struct 
 /* Whether the tree block @bytenr at @level is referenced more than once. */
 static int tree_block_shared(struct fiemap_ctx *ctx, u64 bytenr, int level, bool *shared)
 {
-	struct tlog_fs *fs = ctx->file->fs;
-	bool skinny = fs->incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
-	struct btrfs_key key = { bytenr,
-				 skinny ? BTRFS_METADATA_ITEM_KEY : BTRFS_EXTENT_ITEM_KEY,
-				 skinny ? (u64)level : fs->nodesize };
+	struct btrfs_key key = btrfs_tree_block_extent_key(ctx->file->fs, bytenr, level);
 	struct btrfs_path path;
 	int ret;
 

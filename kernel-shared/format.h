@@ -11,6 +11,7 @@
 
 #include <endian.h>
 #include <linux/types.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -890,6 +891,13 @@ static inline int btrfs_comp_cpu_keys(const struct btrfs_key *a,
 	if (a->offset != b->offset)
 		return a->offset < b->offset ? -1 : 1;
 	return 0;
+}
+
+/* Subvolume trees: the top level (5) and ids 256 and up. */
+static inline bool btrfs_is_subvolume_id(u64 id)
+{
+	return id == BTRFS_FS_TREE_OBJECTID ||
+	       (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID);
 }
 
 static inline u64 btrfs_sb_offset(int mirror)

@@ -234,16 +234,6 @@ void tlog_trans_abort(struct tlog_trans *trans)
 
 /* ---- recording references ---- */
 
-static int extent_root(struct tlog_trans *trans, struct btrfs_root **ret)
-{
-	return btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, ret);
-}
-
-static bool skinny(const struct tlog_fs *fs)
-{
-	return fs->incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
-}
-
 /* The extent item of a new tree block: refs 1, one inline TREE_BLOCK_REF. */
 static int insert_tree_block_ref(struct tlog_trans *trans, const struct block_rec *r)
 {
@@ -252,23 +242,21 @@ static int insert_tree_block_ref(struct tlog_trans *trans, const struct block_re
 	       sizeof(struct btrfs_extent_inline_ref)] = { 0 };
 	struct btrfs_extent_item *ei = (struct btrfs_extent_item *)buf;
 	struct btrfs_extent_inline_ref *iref;
-	struct btrfs_key key = { r->bytenr, BTRFS_METADATA_ITEM_KEY, (u64)r->level };
+	struct btrfs_key key = btrfs_tree_block_extent_key(fs, r->bytenr, r->level);
 	struct btrfs_root *root;
 	u32 size = sizeof(*ei);
 	int err;
 
-	err = extent_root(trans, &root);
+	err = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &root);
 	if (err)
 		return err;
 	btrfs_set_extent_item_refs(ei, 1);
 	btrfs_set_extent_item_generation(ei, trans->transid);
 	btrfs_set_extent_item_flags(ei, BTRFS_EXTENT_FLAG_TREE_BLOCK);
-	if (!skinny(fs)) {
+	if (!btrfs_fs_skinny(fs)) {
 		struct btrfs_tree_block_info *info = (void *)(buf + size);
 		const struct extent_buffer *eb = btrfs_find_cached_block(fs, r->bytenr);
 
-		key.type = BTRFS_EXTENT_ITEM_KEY;
-		key.offset = fs->nodesize;
 		if (eb && btrfs_header_nritems_eb(eb))
 			info->key = r->level ? btrfs_key_ptr_nr(eb, 0)->key : btrfs_item_nr(eb, 0)->key;
 		btrfs_set_tree_block_info_level(info, r->level);
@@ -285,14 +273,12 @@ static int insert_tree_block_ref(struct tlog_trans *trans, const struct block_re
 static int delete_tree_block_ref(struct tlog_trans *trans, const struct block_rec *r)
 {
 	struct tlog_fs *fs = trans->fs;
-	struct btrfs_key key = { r->bytenr, skinny(fs) ? BTRFS_METADATA_ITEM_KEY :
-				 BTRFS_EXTENT_ITEM_KEY,
-				 skinny(fs) ? (u64)r->level : fs->nodesize };
+	struct btrfs_key key = btrfs_tree_block_extent_key(fs, r->bytenr, r->level);
 	struct btrfs_root *root;
 	struct btrfs_path path;
 	int ret;
 
-	ret = extent_root(trans, &root);
+	ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &root);
 	if (ret)
 		return ret;
 	btrfs_init_path(&path);
@@ -405,8 +391,7 @@ static int update_block_group_item(struct trans_state *st, size_t index)
 	struct btrfs_path path;
 	int ret;
 
-	ret = btrfs_read_root(fs, (fs->compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE) ?
-			      BTRFS_BLOCK_GROUP_TREE_OBJECTID : BTRFS_EXTENT_TREE_OBJECTID, &root);
+	ret = btrfs_read_root(fs, btrfs_block_group_root_id(fs), &root);
 	if (ret)
 		return ret;
 	st->bgs.v[index].used_changed = false;
@@ -424,12 +409,6 @@ static int update_block_group_item(struct trans_state *st, size_t index)
 	}
 	btrfs_release_path(&path);
 	return ret;
-}
-
-static bool is_subvolume(u64 objectid)
-{
-	return objectid == BTRFS_FS_TREE_OBJECTID ||
-	       (objectid >= BTRFS_FIRST_FREE_OBJECTID && objectid <= BTRFS_LAST_FREE_OBJECTID);
 }
 
 /* Bring a changed tree's ROOT_ITEM up to date; *@changed when it was not. */
@@ -451,7 +430,7 @@ static int update_root_item(struct trans_state *st, struct btrfs_root *root, boo
 	btrfs_set_root_item_level(ri, root->level);
 	btrfs_set_root_item_generation(ri, root->generation);
 	btrfs_set_root_item_generation_v2(ri, root->generation);
-	if (is_subvolume(root->root_key.objectid))
+	if (btrfs_is_subvolume_id(root->root_key.objectid))
 		btrfs_set_root_item_ctransid(ri, trans->transid);
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot_for_write(trans, trans->fs->tree_root, &root->root_key, &path, 0);
