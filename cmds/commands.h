@@ -13,6 +13,7 @@ extern const struct cmd_struct cmd_struct_stat;
 extern const struct cmd_struct cmd_struct_fiemap;
 extern const struct cmd_struct cmd_struct_seek;
 extern const struct cmd_struct cmd_struct_zero_log;
+extern const struct cmd_struct cmd_struct_replay_log;
 extern const struct cmd_struct cmd_struct_cat;
 extern const struct cmd_struct cmd_struct_export;
 extern const struct cmd_struct cmd_struct_mkfs;

@@ -20,6 +20,7 @@ static const struct cmd_struct *const commands[] = {
 	&cmd_struct_fiemap,
 	&cmd_struct_seek,
 	&cmd_struct_zero_log,
+	&cmd_struct_replay_log,
 	&cmd_struct_cat,
 	&cmd_struct_export,
 	&cmd_struct_mkfs,

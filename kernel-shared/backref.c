@@ -424,3 +424,12 @@ int btrfs_drop_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,
 
 	return drop_ref(trans, &ekey, bytenr, &r);
 }
+
+int btrfs_add_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root, u64 ino,
+		       u64 offset)
+{
+	struct btrfs_key ekey = data_extent_key(bytenr, len);
+	struct ref_desc r = { BTRFS_EXTENT_DATA_REF_KEY, root, ino, offset };
+
+	return add_ref(trans, &ekey, bytenr, &r);
+}

@@ -295,6 +295,27 @@ int btrfs_free_range(struct tlog_block_groups *bgs, u64 start, u64 len)
 	return add_free(bg, start, len);
 }
 
+int btrfs_exclude_range(struct tlog_block_groups *bgs, u64 start, u64 len)
+{
+	while (len) {
+		struct tlog_block_group *bg = btrfs_lookup_block_group(bgs, start);
+		u64 piece;
+		int err;
+
+		if (!bg)
+			return tlog_error(-EUCLEAN, "range %llu is in no block group",
+					  (unsigned long long)start);
+		piece = bg->start + bg->length - start;
+		piece = piece < len ? piece : len;
+		err = exclude_range(bg, start, piece);
+		if (err)
+			return err;
+		start += piece;
+		len -= piece;
+	}
+	return 0;
+}
+
 int btrfs_add_block_group(struct tlog_fs *fs, struct tlog_block_groups *bgs, u64 start,
 			  u64 length, u64 flags)
 {

@@ -46,6 +46,8 @@ struct tlog_trans;
 /* A new chunk and block group of @type (DATA or METADATA), all of it free (chunk-alloc.c). */
 int btrfs_alloc_chunk(struct tlog_trans *trans, struct tlog_block_groups *bgs, u64 type);
 
+/* Never hand out [start, start + len), free or not (pinned log blocks, claimed extents). */
+int btrfs_exclude_range(struct tlog_block_groups *bgs, u64 start, u64 len);
 /* Give [start, start + len) back to its group's free space. */
 int btrfs_free_range(struct tlog_block_groups *bgs, u64 start, u64 len);
 

@@ -16,14 +16,30 @@
 #define DATA_ITEM_SIZE (sizeof(struct btrfs_extent_item) + 1 + \
 			sizeof(struct btrfs_extent_data_ref))
 
-int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
-			    u64 offset, u64 len, u64 *bytenr)
+/* The extent item of a new data extent with one reference. */
+static int insert_data_extent_item(struct tlog_trans *trans, struct btrfs_root *eroot,
+				   u64 bytenr, u64 len, u64 root, u64 ino, u64 offset)
 {
 	u8 buf[DATA_ITEM_SIZE] = { 0 };
 	struct btrfs_extent_item *ei = (struct btrfs_extent_item *)buf;
 	struct btrfs_extent_data_ref *dref = (void *)(buf + sizeof(*ei) + 1);
+	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
+
+	btrfs_set_extent_item_refs(ei, 1);
+	btrfs_set_extent_item_generation(ei, trans->transid);
+	btrfs_set_extent_item_flags(ei, BTRFS_EXTENT_FLAG_DATA);
+	buf[sizeof(*ei)] = BTRFS_EXTENT_DATA_REF_KEY;
+	btrfs_set_extent_data_ref_root(dref, root);
+	btrfs_set_extent_data_ref_objectid(dref, ino);
+	btrfs_set_extent_data_ref_offset(dref, offset);
+	btrfs_set_extent_data_ref_count(dref, 1);
+	return btrfs_insert_item(trans, eroot, &key, buf, sizeof(buf));
+}
+
+int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			    u64 offset, u64 len, u64 *bytenr)
+{
 	struct btrfs_root *eroot;
-	struct btrfs_key key;
 	int err;
 
 	if (len == 0 || len % trans->fs->sectorsize)
@@ -33,19 +49,25 @@ int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u
 	if (!err)
 		err = tlog_trans_alloc_space(trans, BTRFS_BLOCK_GROUP_DATA, len,
 					     trans->fs->sectorsize, bytenr);
-	if (err)
-		return err;
-	btrfs_set_extent_item_refs(ei, 1);
-	btrfs_set_extent_item_generation(ei, trans->transid);
-	btrfs_set_extent_item_flags(ei, BTRFS_EXTENT_FLAG_DATA);
-	buf[sizeof(*ei)] = BTRFS_EXTENT_DATA_REF_KEY;
-	btrfs_set_extent_data_ref_root(dref, root->root_key.objectid);
-	btrfs_set_extent_data_ref_objectid(dref, ino);
-	btrfs_set_extent_data_ref_offset(dref, offset);
-	btrfs_set_extent_data_ref_count(dref, 1);
-	key = (struct btrfs_key){ *bytenr, BTRFS_EXTENT_ITEM_KEY, len };
-	err = btrfs_insert_item(trans, eroot, &key, buf, sizeof(buf));
+	if (!err)
+		err = insert_data_extent_item(trans, eroot, *bytenr, len,
+					      root->root_key.objectid, ino, offset);
 	return err ? err : tlog_trans_account_space(trans, *bytenr, len, true);
+}
+
+int btrfs_claim_logged_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,
+				   u64 ino, u64 offset)
+{
+	struct btrfs_root *eroot;
+	int err;
+
+	if (len == 0 || len % trans->fs->sectorsize || bytenr % trans->fs->sectorsize)
+		return tlog_error(-EUCLEAN, "logged data extent %llu+%llu is not sector aligned",
+				  (unsigned long long)bytenr, (unsigned long long)len);
+	err = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
+	if (!err)
+		err = insert_data_extent_item(trans, eroot, bytenr, len, root, ino, offset);
+	return err ? err : tlog_trans_claim_space(trans, bytenr, len);
 }
 
 /* Whether the item at the path holds exactly the one reference given. */

@@ -54,41 +54,50 @@ int btrfs_write_data(struct tlog_trans *trans, u64 bytenr, const void *buf, size
 	return 0;
 }
 
-int btrfs_insert_data_csums(struct tlog_trans *trans, u64 bytenr, const void *data, u64 len)
+int btrfs_insert_csums(struct tlog_trans *trans, u64 bytenr, const u8 *csums, u64 sectors)
 {
 	struct tlog_fs *fs = trans->fs;
 	u32 ss = fs->sectorsize, per_item = max_csums_per_item(fs);
-	u64 sectors = (len + ss - 1) / ss;
 	struct btrfs_root *root;
-	u8 *buf, sector[65536];
 	int err;
 
-	if (ss > sizeof(sector))
-		return -EOPNOTSUPP;
 	err = csum_root(trans, &root);
-	if (err)
-		return err;
-	buf = malloc((size_t)per_item * fs->csum_size);
-	if (!buf)
-		return -ENOMEM;
 	for (u64 first = 0; !err && first < sectors; first += per_item) {
 		u64 n = sectors - first < per_item ? sectors - first : per_item;
 		struct btrfs_key key = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY,
 					 bytenr + first * ss };
 
-		for (u64 i = 0; i < n; i++) {
-			u64 off = (first + i) * ss;
-			u64 take = len - off < ss ? len - off : ss;
-			u8 csum[BTRFS_CSUM_SIZE];
-
-			/* a partial last sector is checksummed as on disk: zero padded */
-			memcpy(sector, (const u8 *)data + off, take);
-			memset(sector + take, 0, ss - take);
-			btrfs_csum_data(fs->csum_type, sector, ss, csum);
-			memcpy(buf + i * fs->csum_size, csum, fs->csum_size);
-		}
-		err = btrfs_insert_item(trans, root, &key, buf, n * fs->csum_size);
+		err = btrfs_insert_item(trans, root, &key, csums + first * fs->csum_size,
+					n * fs->csum_size);
 	}
+	return err;
+}
+
+int btrfs_insert_data_csums(struct tlog_trans *trans, u64 bytenr, const void *data, u64 len)
+{
+	struct tlog_fs *fs = trans->fs;
+	u32 ss = fs->sectorsize;
+	u64 sectors = (len + ss - 1) / ss;
+	u8 *buf, sector[65536];
+	int err;
+
+	if (ss > sizeof(sector))
+		return -EOPNOTSUPP;
+	buf = malloc(sectors ? (size_t)sectors * fs->csum_size : 1);
+	if (!buf)
+		return -ENOMEM;
+	for (u64 i = 0; i < sectors; i++) {
+		u64 off = i * ss;
+		u64 take = len - off < ss ? len - off : ss;
+		u8 csum[BTRFS_CSUM_SIZE];
+
+		/* a partial last sector is checksummed as on disk: zero padded */
+		memcpy(sector, (const u8 *)data + off, take);
+		memset(sector + take, 0, ss - take);
+		btrfs_csum_data(fs->csum_type, sector, ss, csum);
+		memcpy(buf + i * fs->csum_size, csum, fs->csum_size);
+	}
+	err = btrfs_insert_csums(trans, bytenr, buf, sectors);
 	free(buf);
 	return err;
 }
@@ -178,6 +187,59 @@ int btrfs_delete_data_csums(struct tlog_trans *trans, u64 bytenr, u64 len)
 		}
 		free(copy);
 		pos = item_end;
+	}
+	return ret > 0 ? 0 : ret;
+}
+
+int btrfs_copy_csums(struct tlog_trans *trans, struct btrfs_root *src, u64 start, u64 end,
+		     u64 *copied)
+{
+	struct tlog_fs *fs = trans->fs;
+	u32 ss = fs->sectorsize, cs = fs->csum_size;
+	u64 pos = start;
+	int ret = 0;
+
+	*copied = 0;
+	while (pos < end) {
+		struct btrfs_key key;
+		struct btrfs_path path;
+		u64 item_end, from, to;
+		u32 size;
+		u8 *copy;
+
+		ret = find_csum_item(src, pos, end, &key, &size);
+		if (ret)
+			break;
+		item_end = key.offset + (u64)size / cs * ss;
+		from = key.offset > pos ? key.offset : pos;
+		to = item_end < end ? item_end : end;
+		if (key.offset % ss || from >= to) {
+			ret = tlog_error(-EUCLEAN, "csum item %llu of tree %llu is misaligned",
+					 (unsigned long long)key.offset,
+					 (unsigned long long)src->root_key.objectid);
+			break;
+		}
+		/* the item's bytes go with the path: keep the piece wanted */
+		copy = malloc((to - from) / ss * cs);
+		if (!copy)
+			return -ENOMEM;
+		btrfs_init_path(&path);
+		ret = btrfs_search_slot(src, &key, &path);
+		if (ret == 0)
+			memcpy(copy, (const u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]) +
+				     (from - key.offset) / ss * cs, (to - from) / ss * cs);
+		else if (ret > 0)
+			ret = -EUCLEAN;
+		btrfs_release_path(&path);
+		if (!ret)
+			ret = btrfs_delete_data_csums(trans, from, to - from);
+		if (!ret)
+			ret = btrfs_insert_csums(trans, from, copy, (to - from) / ss);
+		free(copy);
+		if (ret)
+			break;
+		*copied += to - from;
+		pos = to;
 	}
 	return ret > 0 ? 0 : ret;
 }

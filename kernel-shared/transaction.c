@@ -45,6 +45,7 @@ struct trans_state {
 	struct rec_list pinned;		/* free only after the superblock is written */
 	struct btrfs_root *dirty_roots[64];
 	int nr_dirty_roots;
+	unsigned int flags;		/* TLOG_TRANS_* */
 	bool allocating_chunk;		/* no new chunk while making one */
 	u64 system_reserve;		/* grow SYSTEM space below this */
 };
@@ -181,14 +182,14 @@ static const struct tlog_trans_ops image_trans_ops = {
 	.cow_tree_block = btrfs_update_ref_for_cow,
 };
 
-int tlog_trans_start(struct tlog_fs *fs, struct tlog_trans **ret)
+int tlog_trans_start_flags(struct tlog_fs *fs, unsigned int flags, struct tlog_trans **ret)
 {
 	struct trans_state *st;
 	int err;
 
-	if (!fs->bdev || !fs->bdev->writable)
+	if (!(flags & TLOG_TRANS_IN_MEMORY) && (!fs->bdev || !fs->bdev->writable))
 		return tlog_error(-EROFS, "the image is open read-only");
-	if (fs->log_root_tree)
+	if (fs->log_root_tree && !(flags & TLOG_TRANS_LOG_REPLAY))
 		return tlog_error(-EBUSY, "the image has a log tree: replay or discard it first");
 	if (fs->incompat & (BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS |
 			    BTRFS_FEATURE_INCOMPAT_METADATA_UUID))
@@ -204,8 +205,19 @@ int tlog_trans_start(struct tlog_fs *fs, struct tlog_trans **ret)
 	st->trans = (struct tlog_trans){ .fs = fs, .transid = fs->generation + 1,
 					 .ops = &image_trans_ops, .priv = st };
 	st->system_reserve = 16ULL * fs->nodesize;
+	st->flags = flags;
 	*ret = &st->trans;
 	return 0;
+}
+
+int tlog_trans_start(struct tlog_fs *fs, struct tlog_trans **ret)
+{
+	return tlog_trans_start_flags(fs, 0, ret);
+}
+
+int tlog_trans_pin(struct tlog_trans *trans, u64 bytenr, u64 len)
+{
+	return btrfs_exclude_range(&state_of(trans)->bgs, bytenr, len);
 }
 
 static void free_state(struct trans_state *st)
@@ -331,6 +343,13 @@ void tlog_trans_set_system_reserve(struct tlog_trans *trans, u64 bytes)
 int tlog_trans_alloc_space(struct tlog_trans *trans, u64 type, u64 len, u64 align, u64 *ret)
 {
 	return alloc_space(state_of(trans), type, len, align, ret);
+}
+
+int tlog_trans_claim_space(struct tlog_trans *trans, u64 bytenr, u64 len)
+{
+	int err = btrfs_exclude_range(&state_of(trans)->bgs, bytenr, len);
+
+	return err ? err : tlog_trans_account_space(trans, bytenr, len, true);
 }
 
 int tlog_trans_account_space(struct tlog_trans *trans, u64 bytenr, u64 len, bool allocated)
@@ -593,6 +612,9 @@ static int write_supers(struct tlog_trans *trans)
 	btrfs_set_super_block_chunk_root_level(sb, fs->chunk_root->level);
 	btrfs_set_super_block_chunk_root_generation(sb, fs->chunk_root->generation);
 	btrfs_set_super_block_bytes_used(sb, used);
+	/* every commit ends the log of the transaction it closes */
+	btrfs_set_super_block_log_root(sb, 0);
+	btrfs_set_super_block_log_root_level(sb, 0);
 	fill_backup_root(fs);
 	return btrfs_write_all_supers(fs);
 }
@@ -603,6 +625,10 @@ int tlog_trans_commit(struct tlog_trans *trans)
 	struct tlog_fs *fs = trans->fs;
 	int err;
 
+	if (st->flags & TLOG_TRANS_IN_MEMORY) {
+		tlog_trans_abort(trans);
+		return tlog_error(-EROFS, "an in-memory transaction cannot be committed");
+	}
 	err = run_bookkeeping(st);
 	/* the root tree block must carry the new generation even if untouched */
 	if (!err && fs->tree_root->generation != trans->transid) {
@@ -631,6 +657,9 @@ int tlog_trans_commit(struct tlog_trans *trans)
 		btrfs_clear_buffer_dirty(fs, list_first_entry(&fs->dirty_blocks,
 							      struct extent_buffer, dirty_list));
 	fs->generation = trans->transid;
+	/* the log's blocks were pinned only against this transaction's allocations */
+	free(fs->log_root_tree);
+	fs->log_root_tree = NULL;
 	free_state(st);
 	return 0;
 }

@@ -48,6 +48,17 @@ struct tlog_trans {
  * step at commit.
  */
 int tlog_trans_start(struct tlog_fs *fs, struct tlog_trans **ret);
+
+/* The transaction replays the log tree (the image may have one). */
+#define TLOG_TRANS_LOG_REPLAY	(1U << 0)
+/*
+ * Changes stay in the block cache and are never written: an image open
+ * read-only can be changed in memory (the log overlay of queries).
+ */
+#define TLOG_TRANS_IN_MEMORY	(1U << 1)
+int tlog_trans_start_flags(struct tlog_fs *fs, unsigned int flags, struct tlog_trans **ret);
+/* Keep [bytenr, bytenr + len) out of this transaction's allocations (log blocks). */
+int tlog_trans_pin(struct tlog_trans *trans, u64 bytenr, u64 len);
 /*
  * Commit: record new and freed blocks in the extent and free space trees,
  * update block group and root items until nothing changes, write every
@@ -71,6 +82,8 @@ void tlog_trans_set_system_reserve(struct tlog_trans *trans, u64 bytes);
  */
 int tlog_trans_alloc_space(struct tlog_trans *trans, u64 type, u64 len, u64 align, u64 *ret);
 int tlog_trans_account_space(struct tlog_trans *trans, u64 bytenr, u64 len, bool allocated);
+/* Take the given range, which must be free, as allocated (a logged data extent). */
+int tlog_trans_claim_space(struct tlog_trans *trans, u64 bytenr, u64 len);
 
 /* References when copying a block a snapshot may share (backref.c). */
 int btrfs_update_ref_for_cow(struct tlog_trans *trans, struct btrfs_root *root,
@@ -96,10 +109,29 @@ int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u
  */
 int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,
 			   u64 ino, u64 offset);
+/* One more reference (@root, @ino, @offset) to the data extent at @bytenr. */
+int btrfs_add_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root, u64 ino,
+		       u64 offset);
+/*
+ * The extent item of a data extent written in the transaction a log belongs
+ * to, which only the log referred to: refs 1, an inline EXTENT_DATA_REF,
+ * its space taken from the free space (log replay).
+ */
+int btrfs_claim_logged_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,
+				   u64 ino, u64 offset);
 /* Write data into space allocated in this transaction (all copies). */
 int btrfs_write_data(struct tlog_trans *trans, u64 bytenr, const void *buf, size_t len);
 /* Checksum @len bytes of data written at @bytenr into the csum tree. */
 int btrfs_insert_data_csums(struct tlog_trans *trans, u64 bytenr, const void *data, u64 len);
+/* Insert @sectors checksums (csum_size bytes each) for the data at @bytenr. */
+int btrfs_insert_csums(struct tlog_trans *trans, u64 bytenr, const u8 *csums, u64 sectors);
+/*
+ * Replace the checksums of [start, end) in the csum tree by those @src (a
+ * log tree) holds for that range, piece by piece; ranges @src does not
+ * cover are left alone.  *@copied gets the bytes covered.
+ */
+int btrfs_copy_csums(struct tlog_trans *trans, struct btrfs_root *src, u64 start, u64 end,
+		     u64 *copied);
 /* Remove the checksums of [bytenr, bytenr + len), splitting items that overlap. */
 int btrfs_delete_data_csums(struct tlog_trans *trans, u64 bytenr, u64 len);
 #endif

@@ -16,4 +16,37 @@ int btrfs_count_logged_inodes(struct tlog_fs *fs, u64 *inodes, u64 *subvols);
  */
 int btrfs_discard_log(struct tlog_fs *fs);
 
+/* What replay did to one inode (dry runs and -v report it). */
+struct tlog_replay_inode {
+	u64 subvol;
+	u64 ino;
+	bool created;		/* its inode item was inserted */
+	bool updated;		/* its inode item was rewritten from the log */
+	bool ignored;		/* logged with no links: left alone */
+	bool orphaned;		/* ended without links: an orphan item awaits cleanup */
+	u32 names_added;
+	u32 names_removed;
+	u64 data_bytes;		/* file bytes of the extents replayed */
+};
+
+struct tlog_replay_stats {
+	struct tlog_replay_inode *inodes;
+	size_t nr, cap;
+	size_t *hash, hash_size;
+	u64 subvols;		/* logs replayed */
+	u64 subvols_skipped;	/* logs of deleted subvolumes, dropped */
+	u64 log_blocks;
+	u64 names_added, names_removed, data_bytes;
+};
+
+/*
+ * Replay the log trees of @trans's filesystem into their subvolumes as the
+ * kernel does at mount (tree-log-replay.c); the caller commits (the
+ * superblock's log_root is cleared then) or aborts.  @trans must have been
+ * started with TLOG_TRANS_LOG_REPLAY.  @stats may be NULL.
+ */
+struct tlog_trans;
+int btrfs_replay_log(struct tlog_trans *trans, struct tlog_replay_stats *stats);
+void tlog_replay_stats_free(struct tlog_replay_stats *stats);
+
 #endif

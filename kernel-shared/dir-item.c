@@ -1,0 +1,509 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Names in subvolume trees (format.md 6): directory entries, inode back
+ * references, xattrs and the items that hold several of them.
+ *
+ * DIR_ITEM, XATTR_ITEM, INODE_REF and INODE_EXTREF items pack every entry
+ * that shares their key (a name hash, or the parent) one after another;
+ * removing one entry cuts it out, removing the last deletes the item.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "csum.h"
+#include "dir-item.h"
+#include "errctx.h"
+
+int btrfs_del_item_part(struct tlog_trans *trans, struct btrfs_root *root,
+			struct btrfs_path *path, u32 off, u32 len)
+{
+	struct extent_buffer *leaf = path->nodes[0];
+	u32 size = btrfs_item_size(leaf, path->slots[0]);
+	u8 *p = btrfs_item_ptr(leaf, path->slots[0]);
+
+	if (len >= size)
+		return btrfs_del_items(trans, root, path, path->slots[0], 1);
+	memmove(p + off, p + off + len, size - off - len);
+	return btrfs_truncate_item(trans, path, size - len, true);
+}
+
+int btrfs_overwrite_item(struct tlog_trans *trans, struct btrfs_root *root,
+			 const struct btrfs_key *key, const void *data, u32 size, bool *changed)
+{
+	struct btrfs_path path;
+	u32 old;
+	int ret;
+
+	*changed = false;
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(root, key, &path);
+	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) == size &&
+	    memcmp(btrfs_item_ptr(path.nodes[0], path.slots[0]), data, size) == 0) {
+		btrfs_release_path(&path);
+		return 0;
+	}
+	btrfs_release_path(&path);
+	if (ret < 0)
+		return ret;
+	*changed = true;
+	if (ret > 0)
+		return btrfs_insert_item(trans, root, key, data, size);
+	ret = btrfs_search_slot_for_write(trans, root, key, &path, (int)size);
+	if (ret > 0)
+		ret = -EUCLEAN;
+	if (ret == 0) {
+		old = btrfs_item_size(path.nodes[0], path.slots[0]);
+		if (old < size)
+			ret = btrfs_extend_item(trans, &path, size - old);
+		else if (old > size)
+			ret = btrfs_truncate_item(trans, &path, size, true);
+	}
+	if (ret == 0)
+		memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0]), data, size);
+	btrfs_release_path(&path);
+	return ret;
+}
+
+/* ---- DIR_ITEM / DIR_INDEX / XATTR_ITEM ---- */
+
+/* Offset and length of the entry called @name in the dir-format item at the path. */
+static int find_dir_entry(const struct extent_buffer *leaf, int slot, const char *name,
+			  u16 len, u32 *off, u32 *entry_len)
+{
+	const u8 *p = btrfs_item_ptr(leaf, slot);
+	u32 size = btrfs_item_size(leaf, slot), cur = 0;
+
+	while (cur + sizeof(struct btrfs_dir_item) <= size) {
+		const struct btrfs_dir_item *di = (const void *)(p + cur);
+		u32 this = sizeof(*di) + btrfs_dir_item_name_len(di) + btrfs_dir_item_data_len(di);
+
+		if (this > size - cur)
+			break;
+		if (btrfs_dir_item_name_len(di) == len && memcmp(di + 1, name, len) == 0) {
+			*off = cur;
+			*entry_len = this;
+			return 0;
+		}
+		cur += this;
+	}
+	return -ENOENT;
+}
+
+static u32 fill_dir_item(u8 *buf, const char *name, u16 len,
+			 const struct btrfs_key *location, u8 type, u64 transid)
+{
+	struct btrfs_dir_item *di = (void *)buf;
+
+	memset(di, 0, sizeof(*di));
+	btrfs_cpu_key_to_disk(&di->location, location);
+	btrfs_set_dir_item_transid(di, transid);
+	btrfs_set_dir_item_name_len(di, len);
+	btrfs_set_dir_item_type(di, type);
+	memcpy(di + 1, name, len);
+	return sizeof(*di) + len;
+}
+
+/* Append an entry to the item at @key, creating it if needed. */
+static int append_entry(struct tlog_trans *trans, struct btrfs_root *root,
+			const struct btrfs_key *key, const u8 *entry, u32 len,
+			const char *name, u16 name_len)
+{
+	struct btrfs_path path;
+	u32 off, elen, size;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, root, key, &path, (int)len);
+	if (ret > 0) {
+		btrfs_release_path(&path);
+		return btrfs_insert_item(trans, root, key, entry, len);
+	}
+	if (ret == 0 && name &&
+	    find_dir_entry(path.nodes[0], path.slots[0], name, name_len, &off, &elen) == 0)
+		ret = tlog_error(-EEXIST, "name \"%.*s\" exists in (%llu %u %llu)", name_len, name,
+				 (unsigned long long)key->objectid, key->type,
+				 (unsigned long long)key->offset);
+	if (ret == 0) {
+		size = btrfs_item_size(path.nodes[0], path.slots[0]);
+		ret = btrfs_extend_item(trans, &path, len);
+		if (ret == 0)
+			memcpy((u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]) + size, entry, len);
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+int btrfs_insert_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
+			   const char *name, u16 len, const struct btrfs_key *location,
+			   u8 type, u64 index)
+{
+	struct btrfs_key key = { dir, BTRFS_DIR_ITEM_KEY, btrfs_name_hash(name, len) };
+	u8 buf[sizeof(struct btrfs_dir_item) + 256];
+	u32 size = fill_dir_item(buf, name, len, location, type, trans->transid);
+	int ret;
+
+	ret = append_entry(trans, root, &key, buf, size, name, len);
+	if (ret)
+		return ret;
+	key = (struct btrfs_key){ dir, BTRFS_DIR_INDEX_KEY, index };
+	ret = btrfs_insert_item(trans, root, &key, buf, size);
+	if (ret == -EEXIST)
+		return tlog_error(-EEXIST, "directory %llu already has an entry at index %llu",
+				  (unsigned long long)dir, (unsigned long long)index);
+	return ret ? ret : btrfs_dir_size_add(trans, root, dir, 2 * (s64)len);
+}
+
+/* Cut entry @name out of the dir-format item @key; -ENOENT when absent. */
+static int delete_named_entry(struct tlog_trans *trans, struct btrfs_root *root,
+			      const struct btrfs_key *key, const char *name, u16 len)
+{
+	struct btrfs_path path;
+	u32 off, elen;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, root, key, &path, -1);
+	if (ret > 0)
+		ret = -ENOENT;
+	if (ret == 0)
+		ret = find_dir_entry(path.nodes[0], path.slots[0], name, len, &off, &elen);
+	if (ret == 0)
+		ret = btrfs_del_item_part(trans, root, &path, off, elen);
+	btrfs_release_path(&path);
+	return ret;
+}
+
+int btrfs_delete_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
+			   const char *name, u16 len, u64 index)
+{
+	struct btrfs_key key = { dir, BTRFS_DIR_ITEM_KEY, btrfs_name_hash(name, len) };
+	int ret;
+
+	ret = delete_named_entry(trans, root, &key, name, len);
+	if (ret == -ENOENT)
+		ret = tlog_error(-EUCLEAN, "directory %llu has no entry \"%.*s\"",
+				 (unsigned long long)dir, len, name);
+	if (ret)
+		return ret;
+	/* the index comes from the back reference: whatever entry is there goes */
+	key = (struct btrfs_key){ dir, BTRFS_DIR_INDEX_KEY, index };
+	ret = btrfs_delete_item(trans, root, &key);
+	return ret == -ENOENT || ret > 0 ? 0 : ret;
+}
+
+struct index_ctx {
+	struct tlog_dir_entry *de;
+	char *name;
+};
+
+static int take_first_entry(const struct tlog_dir_entry *de, void *arg)
+{
+	struct index_ctx *ctx = arg;
+
+	*ctx->de = *de;
+	memcpy(ctx->name, de->name, de->name_len);
+	ctx->name[de->name_len] = '\0';
+	ctx->de->name = ctx->name;
+	return 1;
+}
+
+int btrfs_lookup_dir_index(struct btrfs_root *root, u64 dir, u64 index,
+			   struct tlog_dir_entry *de, char name[256])
+{
+	struct btrfs_key key = { dir, BTRFS_DIR_INDEX_KEY, index };
+	struct index_ctx ctx = { de, name };
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(root, &key, &path);
+	if (ret > 0)
+		ret = -ENOENT;
+	if (ret == 0) {
+		ret = btrfs_for_each_dir_entry(path.nodes[0], path.slots[0], take_first_entry, &ctx);
+		ret = ret == 1 ? 0 : ret < 0 ? ret : -ENOENT;
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+int btrfs_delete_xattr(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+		       const char *name, u16 len)
+{
+	struct btrfs_key key = { ino, BTRFS_XATTR_ITEM_KEY, btrfs_name_hash(name, len) };
+
+	return delete_named_entry(trans, root, &key, name, len);
+}
+
+/* ---- INODE_REF / INODE_EXTREF ---- */
+
+int btrfs_decode_ref_item(const struct extent_buffer *leaf, int slot,
+			  struct tlog_ref_name **names, int *nr)
+{
+	const u8 *p = btrfs_item_ptr(leaf, slot);
+	u32 size = btrfs_item_size(leaf, slot), cur = 0;
+	struct tlog_ref_name *v = NULL;
+	struct btrfs_key key;
+	int n = 0;
+
+	btrfs_item_key_to_cpu(leaf, &key, slot);
+	while (cur < size) {
+		struct tlog_ref_name r;
+		u32 head;
+
+		if (key.type == BTRFS_INODE_REF_KEY) {
+			const struct btrfs_inode_ref *ref = (const void *)(p + cur);
+
+			head = sizeof(*ref);
+			if (size - cur < head)
+				goto bad;
+			r.parent = key.offset;
+			r.index = btrfs_inode_ref_index(ref);
+			r.len = btrfs_inode_ref_name_len(ref);
+		} else {
+			const struct btrfs_inode_extref *ref = (const void *)(p + cur);
+
+			head = sizeof(*ref);
+			if (size - cur < head)
+				goto bad;
+			r.parent = btrfs_inode_extref_parent_objectid(ref);
+			r.index = btrfs_inode_extref_index(ref);
+			r.len = btrfs_inode_extref_name_len(ref);
+		}
+		if (r.len == 0 || r.len > 255 || r.len > size - cur - head)
+			goto bad;
+		memcpy(r.name, p + cur + head, r.len);
+		r.name[r.len] = '\0';
+		if (n % 8 == 0) {
+			struct tlog_ref_name *nv = realloc(v, (n + 8) * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[n++] = r;
+		cur += head + r.len;
+	}
+	*names = v;
+	*nr = n;
+	return 0;
+bad:
+	free(v);
+	return tlog_error(-EUCLEAN, "inode %llu: malformed %s item",
+			  (unsigned long long)key.objectid,
+			  key.type == BTRFS_INODE_REF_KEY ? "INODE_REF" : "INODE_EXTREF");
+}
+
+/* Offset and length of (@parent, @name) in the ref item at the path. */
+static int find_ref_entry(const struct extent_buffer *leaf, int slot, u64 parent,
+			  const char *name, u16 len, u32 *off, u32 *elen, u64 *index)
+{
+	const u8 *p = btrfs_item_ptr(leaf, slot);
+	u32 size = btrfs_item_size(leaf, slot), cur = 0;
+	struct btrfs_key key;
+
+	btrfs_item_key_to_cpu(leaf, &key, slot);
+	while (cur < size) {
+		u64 par, idx;
+		u32 head;
+		u16 nl;
+
+		if (key.type == BTRFS_INODE_REF_KEY) {
+			const struct btrfs_inode_ref *ref = (const void *)(p + cur);
+
+			head = sizeof(*ref);
+			if (size - cur < head)
+				break;
+			par = key.offset;
+			idx = btrfs_inode_ref_index(ref);
+			nl = btrfs_inode_ref_name_len(ref);
+		} else {
+			const struct btrfs_inode_extref *ref = (const void *)(p + cur);
+
+			head = sizeof(*ref);
+			if (size - cur < head)
+				break;
+			par = btrfs_inode_extref_parent_objectid(ref);
+			idx = btrfs_inode_extref_index(ref);
+			nl = btrfs_inode_extref_name_len(ref);
+		}
+		if (nl > size - cur - head)
+			break;
+		if (par == parent && nl == len && memcmp(p + cur + head, name, len) == 0) {
+			*off = cur;
+			*elen = head + nl;
+			if (index)
+				*index = idx;
+			return 0;
+		}
+		cur += head + nl;
+	}
+	return -ENOENT;
+}
+
+static struct btrfs_key ref_key(u64 ino, u64 parent, const char *name, u16 len, bool ext)
+{
+	if (ext)
+		return (struct btrfs_key){ ino, BTRFS_INODE_EXTREF_KEY,
+					   btrfs_extref_hash(parent, name, len) };
+	return (struct btrfs_key){ ino, BTRFS_INODE_REF_KEY, parent };
+}
+
+int btrfs_find_inode_ref(struct btrfs_root *root, u64 ino, u64 parent, const char *name,
+			 u16 len, u64 *index)
+{
+	for (int ext = 0; ext < 2; ext++) {
+		struct btrfs_key key = ref_key(ino, parent, name, len, ext);
+		struct btrfs_path path;
+		u32 off, elen;
+		int ret;
+
+		btrfs_init_path(&path);
+		ret = btrfs_search_slot(root, &key, &path);
+		if (ret == 0)
+			ret = find_ref_entry(path.nodes[0], path.slots[0], parent, name, len,
+					     &off, &elen, index);
+		else if (ret > 0)
+			ret = -ENOENT;
+		btrfs_release_path(&path);
+		if (ret != -ENOENT)
+			return ret;
+	}
+	return -ENOENT;
+}
+
+int btrfs_count_inode_names(struct btrfs_root *root, u64 ino, u32 *count)
+{
+	struct btrfs_key min = { ino, BTRFS_INODE_REF_KEY, 0 };
+	struct btrfs_key max = { ino, BTRFS_INODE_EXTREF_KEY, (u64)-1 };
+	struct btrfs_tree_iter iter;
+	int ret = 0;
+
+	*count = 0;
+	btrfs_for_each_item(root, &iter, &min, &max) {
+		struct tlog_ref_name *names;
+		int nr;
+
+		ret = btrfs_decode_ref_item(iter.leaf, iter.slot, &names, &nr);
+		if (ret)
+			break;
+		*count += nr;
+		free(names);
+	}
+	if (!ret && iter.ret < 0)
+		ret = iter.ret;
+	btrfs_tree_iter_end(&iter);
+	return ret;
+}
+
+int btrfs_delete_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			   u64 parent, const char *name, u16 len, u64 *index)
+{
+	for (int ext = 0; ext < 2; ext++) {
+		struct btrfs_key key = ref_key(ino, parent, name, len, ext);
+		struct btrfs_path path;
+		u32 off, elen;
+		int ret;
+
+		btrfs_init_path(&path);
+		ret = btrfs_search_slot_for_write(trans, root, &key, &path, -1);
+		if (ret == 0)
+			ret = find_ref_entry(path.nodes[0], path.slots[0], parent, name, len,
+					     &off, &elen, index);
+		else if (ret > 0)
+			ret = -ENOENT;
+		if (ret == 0)
+			ret = btrfs_del_item_part(trans, root, &path, off, elen);
+		btrfs_release_path(&path);
+		if (ret != -ENOENT)
+			return ret;
+	}
+	return -ENOENT;
+}
+
+int btrfs_insert_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			   u64 parent, const char *name, u16 len, u64 index)
+{
+	struct btrfs_key key = { ino, BTRFS_INODE_REF_KEY, parent };
+	u8 buf[sizeof(struct btrfs_inode_ref) + 256];
+	struct btrfs_inode_ref *ref = (void *)buf;
+	u64 old;
+
+	if (btrfs_find_inode_ref(root, ino, parent, name, len, &old) == 0)
+		return tlog_error(-EEXIST, "inode %llu already has the name \"%.*s\" in %llu",
+				  (unsigned long long)ino, len, name, (unsigned long long)parent);
+	btrfs_set_inode_ref_index(ref, index);
+	btrfs_set_inode_ref_name_len(ref, len);
+	memcpy(ref + 1, name, len);
+	return append_entry(trans, root, &key, buf, sizeof(*ref) + len, NULL, 0);
+}
+
+/* ---- inode items ---- */
+
+int btrfs_update_inode(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+		       void (*fn)(struct btrfs_inode_item *inode, void *arg), void *arg)
+{
+	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, root, &key, &path, 0);
+	if (ret > 0)
+		ret = tlog_error(-ENOENT, "inode %llu not found in tree %llu",
+				 (unsigned long long)ino,
+				 (unsigned long long)root->root_key.objectid);
+	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) <
+	    sizeof(struct btrfs_inode_item))
+		ret = tlog_error(-EUCLEAN, "inode %llu: item too small", (unsigned long long)ino);
+	if (ret == 0) {
+		struct btrfs_inode_item *ii = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+
+		fn(ii, arg);
+		btrfs_set_inode_item_transid(ii, trans->transid);
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+static void add_size(struct btrfs_inode_item *ii, void *arg)
+{
+	s64 delta = *(s64 *)arg;
+	u64 size = btrfs_inode_item_size(ii);
+
+	btrfs_set_inode_item_size(ii, delta < 0 && (u64)-delta > size ? 0 : size + delta);
+}
+
+int btrfs_dir_size_add(struct tlog_trans *trans, struct btrfs_root *root, u64 dir, s64 delta)
+{
+	return btrfs_update_inode(trans, root, dir, add_size, &delta);
+}
+
+static void drop_one_link(struct btrfs_inode_item *ii, void *arg)
+{
+	(void)arg;
+	if (btrfs_inode_item_nlink(ii))
+		btrfs_set_inode_item_nlink(ii, btrfs_inode_item_nlink(ii) - 1);
+}
+
+int btrfs_unlink_name(struct tlog_trans *trans, struct btrfs_root *root, u64 dir, u64 ino,
+		      const char *name, u16 len)
+{
+	u64 index;
+	int ret;
+
+	ret = btrfs_delete_inode_ref(trans, root, ino, dir, name, len, &index);
+	if (ret == -ENOENT)
+		ret = tlog_error(-EUCLEAN, "inode %llu has no reference \"%.*s\" in directory %llu",
+				 (unsigned long long)ino, len, name, (unsigned long long)dir);
+	if (!ret)
+		ret = btrfs_delete_dir_entry(trans, root, dir, name, len, index);
+	if (!ret)
+		ret = btrfs_dir_size_add(trans, root, dir, -2 * (s64)len);
+	if (!ret)
+		ret = btrfs_update_inode(trans, root, ino, drop_one_link, NULL);
+	return ret;
+}

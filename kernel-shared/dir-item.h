@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Changing names in subvolume trees: directory entries (DIR_ITEM by name
+ * hash, DIR_INDEX by index), inode back references (INODE_REF per parent,
+ * INODE_EXTREF per parent and name hash), xattrs, and inode items.
+ *
+ * These are the building blocks of link, unlink and log replay; they keep
+ * the directory's i_size (2 bytes per name byte, one for each of the two
+ * entries) but leave link counts to their callers, who know the policy.
+ */
+#ifndef TLOG_DIR_ITEM_H
+#define TLOG_DIR_ITEM_H
+
+#include "inode.h"
+#include "transaction.h"
+
+/* Add @name -> @location (@type BTRFS_FT_*) to @dir at @index: DIR_ITEM and DIR_INDEX. */
+int btrfs_insert_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
+			   const char *name, u16 len, const struct btrfs_key *location,
+			   u8 type, u64 index);
+/* Remove @name's DIR_ITEM entry and the DIR_INDEX at @index from @dir. */
+int btrfs_delete_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
+			   const char *name, u16 len, u64 index);
+/* The entry at DIR_INDEX @index of @dir: 0 with @de filled (name copied to @name), or -ENOENT. */
+int btrfs_lookup_dir_index(struct btrfs_root *root, u64 dir, u64 index,
+			   struct tlog_dir_entry *de, char name[256]);
+/* Delete xattr @name of @ino (one entry of its XATTR_ITEM). */
+int btrfs_delete_xattr(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+		       const char *name, u16 len);
+
+/* One name of an inode, as INODE_REF / INODE_EXTREF entries hold them. */
+struct tlog_ref_name {
+	u64 parent;
+	u64 index;
+	u16 len;
+	char name[256];
+};
+
+/*
+ * The names of @ino in the ref item at @slot of @leaf (INODE_REF or
+ * INODE_EXTREF); *@names is allocated (free it), *@nr set.
+ */
+int btrfs_decode_ref_item(const struct extent_buffer *leaf, int slot,
+			  struct tlog_ref_name **names, int *nr);
+/* Whether @ino has the name (@parent, @name) in its refs; *@index gets its index. */
+int btrfs_find_inode_ref(struct btrfs_root *root, u64 ino, u64 parent, const char *name,
+			 u16 len, u64 *index);
+/* Count every name of @ino (INODE_REF and INODE_EXTREF entries). */
+int btrfs_count_inode_names(struct btrfs_root *root, u64 ino, u32 *count);
+/* Add the name (@parent, @name, @index) to @ino's INODE_REF item for @parent. */
+int btrfs_insert_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			   u64 parent, const char *name, u16 len, u64 index);
+/* Remove the name (@parent, @name) from @ino's refs; *@index gets its index. */
+int btrfs_delete_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			   u64 parent, const char *name, u16 len, u64 *index);
+
+/* Read-modify-write of an inode item in the running transaction. */
+int btrfs_update_inode(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+		       void (*fn)(struct btrfs_inode_item *inode, void *arg), void *arg);
+/* Add @delta to a directory's i_size. */
+int btrfs_dir_size_add(struct tlog_trans *trans, struct btrfs_root *root, u64 dir, s64 delta);
+
+/*
+ * Unlink (@dir, @name) of @ino like the kernel's unlink: its ref, both
+ * directory entries, the directory's size, and one link of @ino.
+ */
+int btrfs_unlink_name(struct tlog_trans *trans, struct btrfs_root *root, u64 dir, u64 ino,
+		      const char *name, u16 len);
+
+/*
+ * Make the item @key of @root hold exactly @data (@size bytes): inserted,
+ * resized or left alone when equal.  *@changed tells which.
+ */
+int btrfs_overwrite_item(struct tlog_trans *trans, struct btrfs_root *root,
+			 const struct btrfs_key *key, const void *data, u32 size, bool *changed);
+/* Delete the bytes [off, off + len) of the item at the path (the whole item if all). */
+int btrfs_del_item_part(struct tlog_trans *trans, struct btrfs_root *root,
+			struct btrfs_path *path, u32 off, u32 len);
+
+#endif

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * File extent items of an inode: dropping a range of a file (format.md 8),
+ * as truncate, punch and log replay need it.
+ *
+ * An item that straddles an end of the range is cut, keeping its extent
+ * and adjusting (key offset, extent offset, num_bytes); one that spans the
+ * whole range is split in two, and the second half takes one more
+ * reference to the same extent (same root, inode and key.offset -
+ * extent offset, so the same EXTENT_DATA_REF counted twice).  Items fully
+ * inside lose their reference; the last reference frees the extent.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "errctx.h"
+#include "file-extent.h"
+
+struct found_extent {
+	struct btrfs_key key;
+	struct btrfs_file_extent_item fi;	/* only the inline header when inline */
+	u32 item_size;
+	u64 end;				/* file offset after it */
+};
+
+static int decode_extent(const struct extent_buffer *leaf, int slot, u32 sectorsize,
+			 struct found_extent *fe)
+{
+	u32 size = btrfs_item_size(leaf, slot);
+	const struct btrfs_file_extent_item *fi = btrfs_item_ptr(leaf, slot);
+
+	btrfs_item_key_to_cpu(leaf, &fe->key, slot);
+	fe->item_size = size;
+	memset(&fe->fi, 0, sizeof(fe->fi));
+	if (size < BTRFS_FILE_EXTENT_INLINE_DATA_START)
+		goto bad;
+	memcpy(&fe->fi, fi, size < sizeof(fe->fi) ? size : sizeof(fe->fi));
+	switch (btrfs_file_extent_item_type(fi)) {
+	case BTRFS_FILE_EXTENT_INLINE:
+		fe->end = fe->key.offset + btrfs_file_extent_item_ram_bytes(&fe->fi);
+		return 0;
+	case BTRFS_FILE_EXTENT_REG:
+	case BTRFS_FILE_EXTENT_PREALLOC:
+		if (size != sizeof(*fi))
+			goto bad;
+		fe->end = fe->key.offset + btrfs_file_extent_item_num_bytes(&fe->fi);
+		if (fe->end < fe->key.offset || btrfs_file_extent_item_num_bytes(&fe->fi) %
+		    sectorsize)
+			goto bad;
+		return 0;
+	}
+bad:
+	return tlog_error(-EUCLEAN, "inode %llu: bad file extent item at offset %llu",
+			  (unsigned long long)fe->key.objectid,
+			  (unsigned long long)fe->key.offset);
+}
+
+/* The first extent item of @ino ending after @pos, starting before @end; 1 if none. */
+static int next_extent(struct btrfs_root *root, u64 ino, u64 pos, u64 end,
+		       struct found_extent *fe)
+{
+	struct btrfs_key key = { ino, BTRFS_EXTENT_DATA_KEY, pos };
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(root, &key, &path);
+	if (ret > 0) {
+		/* the item before may reach into the range */
+		ret = btrfs_prev_item(root, &path);
+		if (ret == 0) {
+			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+			if (key.objectid == ino && key.type == BTRFS_EXTENT_DATA_KEY) {
+				ret = decode_extent(path.nodes[0], path.slots[0],
+						    root->fs->sectorsize, fe);
+				if (ret || fe->end > pos)
+					goto out;
+			}
+		}
+		key = (struct btrfs_key){ ino, BTRFS_EXTENT_DATA_KEY, pos };
+		btrfs_release_path(&path);
+		ret = ret < 0 ? ret : btrfs_search_forward(root, &key, &path);
+	}
+	if (ret == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+		if (key.objectid != ino || key.type != BTRFS_EXTENT_DATA_KEY || key.offset >= end)
+			ret = 1;
+		else
+			ret = decode_extent(path.nodes[0], path.slots[0], root->fs->sectorsize, fe);
+	}
+out:
+	btrfs_release_path(&path);
+	return ret;
+}
+
+static bool has_extent(const struct found_extent *fe)
+{
+	return btrfs_file_extent_item_type(&fe->fi) != BTRFS_FILE_EXTENT_INLINE &&
+	       btrfs_file_extent_item_disk_bytenr(&fe->fi) != 0;
+}
+
+/* Bytes of the extent that count in the inode's nbytes. */
+static bool counts_bytes(const struct found_extent *fe)
+{
+	return btrfs_file_extent_item_type(&fe->fi) == BTRFS_FILE_EXTENT_INLINE ||
+	       has_extent(fe);
+}
+
+/* Replace the item @fe by a copy starting at @new_start (a cut front). */
+static int move_item_start(struct tlog_trans *trans, struct btrfs_root *root,
+			   const struct found_extent *fe, u64 new_start, u64 new_end)
+{
+	struct btrfs_file_extent_item fi = fe->fi;
+	struct btrfs_key key = fe->key;
+	int ret;
+
+	btrfs_set_file_extent_item_offset(&fi, btrfs_file_extent_item_offset(&fi) +
+					  (new_start - fe->key.offset));
+	btrfs_set_file_extent_item_num_bytes(&fi, new_end - new_start);
+	ret = btrfs_delete_item(trans, root, &fe->key);
+	key.offset = new_start;
+	return ret ? ret : btrfs_insert_item(trans, root, &key, &fi, sizeof(fi));
+}
+
+/* Shorten the item @fe to end at @new_end. */
+static int cut_item_tail(struct tlog_trans *trans, struct btrfs_root *root,
+			 const struct found_extent *fe, u64 new_end)
+{
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, root, &fe->key, &path, 0);
+	if (ret > 0)
+		ret = -EUCLEAN;
+	if (ret == 0)
+		btrfs_set_file_extent_item_num_bytes(btrfs_item_ptr(path.nodes[0], path.slots[0]),
+						     new_end - fe->key.offset);
+	btrfs_release_path(&path);
+	return ret;
+}
+
+static u64 ref_offset(const struct found_extent *fe)
+{
+	return fe->key.offset - btrfs_file_extent_item_offset(&fe->fi);
+}
+
+static int drop_whole_item(struct tlog_trans *trans, struct btrfs_root *root,
+			   const struct found_extent *fe)
+{
+	int ret = btrfs_delete_item(trans, root, &fe->key);
+
+	if (ret || !has_extent(fe))
+		return ret;
+	return btrfs_free_data_extent(trans, btrfs_file_extent_item_disk_bytenr(&fe->fi),
+				      btrfs_file_extent_item_disk_num_bytes(&fe->fi),
+				      root->root_key.objectid, fe->key.objectid, ref_offset(fe));
+}
+
+/* The item spans [start, end) and more on both sides: keep both ends. */
+static int split_around(struct tlog_trans *trans, struct btrfs_root *root,
+			const struct found_extent *fe, u64 start, u64 end)
+{
+	struct btrfs_file_extent_item tail = fe->fi;
+	struct btrfs_key key = fe->key;
+	int ret;
+
+	btrfs_set_file_extent_item_offset(&tail, btrfs_file_extent_item_offset(&tail) +
+					  (end - fe->key.offset));
+	btrfs_set_file_extent_item_num_bytes(&tail, fe->end - end);
+	ret = cut_item_tail(trans, root, fe, start);
+	key.offset = end;
+	if (!ret)
+		ret = btrfs_insert_item(trans, root, &key, &tail, sizeof(tail));
+	if (ret || !has_extent(fe))
+		return ret;
+	return btrfs_add_data_ref(trans, btrfs_file_extent_item_disk_bytenr(&fe->fi),
+				  btrfs_file_extent_item_disk_num_bytes(&fe->fi),
+				  root->root_key.objectid, fe->key.objectid, ref_offset(fe));
+}
+
+int btrfs_drop_file_extents(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			    u64 start, u64 end, u64 *bytes_found)
+{
+	u64 pos = start;
+	int ret = 0;
+
+	*bytes_found = 0;
+	while (pos < end) {
+		struct found_extent fe;
+		u64 lo, hi;
+		bool inl;
+
+		ret = next_extent(root, ino, pos, end, &fe);
+		if (ret)
+			break;
+		inl = btrfs_file_extent_item_type(&fe.fi) == BTRFS_FILE_EXTENT_INLINE;
+		lo = fe.key.offset > start ? fe.key.offset : start;
+		hi = fe.end < end ? fe.end : end;
+		if (inl && (fe.key.offset < start || fe.end > end)) {
+			/* the kernel cannot cut inline extents either */
+			ret = tlog_error(-EOPNOTSUPP,
+					 "inode %llu: dropping part of an inline extent",
+					 (unsigned long long)ino);
+			break;
+		}
+		if (fe.key.offset < start && fe.end > end)
+			ret = split_around(trans, root, &fe, start, end);
+		else if (fe.key.offset < start)
+			ret = cut_item_tail(trans, root, &fe, start);
+		else if (fe.end > end)
+			ret = move_item_start(trans, root, &fe, end, fe.end);
+		else
+			ret = drop_whole_item(trans, root, &fe);
+		if (ret)
+			break;
+		if (counts_bytes(&fe))
+			*bytes_found += hi - lo;
+		pos = fe.end > pos ? fe.end : pos + 1;
+	}
+	return ret > 0 ? 0 : ret;
+}

@@ -1,0 +1,1271 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Log replay: bring the fsyncs a log tree holds into the subvolumes, with
+ * the result the kernel's mount-time replay gives (log-tree.md section 2).
+ *
+ * The kernel's result depends on the order of its steps, so this follows
+ * it: every log tree (highest subvolume first) is walked in key order
+ * three times - inode items, then directory index entries, then the rest
+ * (xattrs, back references, file extents) - and after the last walk of a
+ * subvolume its inodes' link counts are recounted.  Every inode the replay
+ * touched in a way that can change its link count is remembered with a
+ * (TREE_LOG_FIXUP, ORPHAN_ITEM, ino) item in the subvolume itself, as the
+ * kernel does, so that the recount visits exactly the kernel's inodes.
+ *
+ * The log's blocks, and the data extents only the log refers to, lie in
+ * space the extent tree calls free: they are kept out of the transaction's
+ * allocations until the commit, after which the log is gone.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "csum.h"
+#include "dir-item.h"
+#include "errctx.h"
+#include "file-extent.h"
+#include "tree-log.h"
+
+enum replay_stage {
+	REPLAY_INODES,
+	REPLAY_DIR_INDEX,
+	REPLAY_ALL,
+};
+
+struct replay {
+	struct tlog_trans *trans;
+	struct tlog_fs *fs;
+	struct btrfs_root *root;	/* the subvolume replayed into */
+	struct btrfs_root *log;		/* its log tree */
+	enum replay_stage stage;
+	/* an nlink-0 inode item was met: skip items up to the next inode item */
+	bool ignore_cur_inode;
+	struct tlog_replay_stats *stats;
+};
+
+/* ---- statistics (dry run, -v) ---- */
+
+static struct tlog_replay_inode *stat_of(struct replay *rp, u64 ino)
+{
+	struct tlog_replay_stats *s = rp->stats;
+	u64 subvol = rp->root->root_key.objectid;
+	size_t h;
+
+	if (!s)
+		return NULL;
+	if (s->nr * 2 >= s->hash_size) {
+		size_t size = s->hash_size ? s->hash_size * 2 : 256;
+		size_t *hash = calloc(size, sizeof(*hash));
+
+		if (!hash)
+			return NULL;
+		for (size_t i = 0; i < s->nr; i++) {
+			h = (s->inodes[i].ino * 0x9e3779b97f4a7c15ULL + s->inodes[i].subvol) % size;
+			while (hash[h])
+				h = (h + 1) % size;
+			hash[h] = i + 1;
+		}
+		free(s->hash);
+		s->hash = hash;
+		s->hash_size = size;
+	}
+	h = (ino * 0x9e3779b97f4a7c15ULL + subvol) % s->hash_size;
+	while (s->hash[h]) {
+		struct tlog_replay_inode *e = &s->inodes[s->hash[h] - 1];
+
+		if (e->ino == ino && e->subvol == subvol)
+			return e;
+		h = (h + 1) % s->hash_size;
+	}
+	if (s->nr == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct tlog_replay_inode *v = realloc(s->inodes, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		s->inodes = v;
+		s->cap = cap;
+	}
+	s->inodes[s->nr] = (struct tlog_replay_inode){ .subvol = subvol, .ino = ino };
+	s->hash[h] = ++s->nr;
+	return &s->inodes[s->nr - 1];
+}
+
+static void count_names(struct replay *rp, u64 ino, bool added)
+{
+	struct tlog_replay_inode *e = stat_of(rp, ino);
+
+	if (!e)
+		return;
+	if (added) {
+		e->names_added++;
+		rp->stats->names_added++;
+	} else {
+		e->names_removed++;
+		rp->stats->names_removed++;
+	}
+}
+
+#define STAT(rp, ino, field, op)					\
+	do {								\
+		struct tlog_replay_inode *__e = stat_of(rp, ino);	\
+		if (__e)						\
+			__e->field op;					\
+	} while (0)
+
+void tlog_replay_stats_free(struct tlog_replay_stats *stats)
+{
+	free(stats->inodes);
+	free(stats->hash);
+	memset(stats, 0, sizeof(*stats));
+}
+
+/* ---- small lookups ---- */
+
+static int item_exists(struct btrfs_root *root, const struct btrfs_key *key)
+{
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(root, key, &path);
+	btrfs_release_path(&path);
+	return ret < 0 ? ret : ret == 0;
+}
+
+static int inode_exists(struct btrfs_root *root, u64 ino)
+{
+	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
+
+	return item_exists(root, &key);
+}
+
+/* The inode must exist: -ENOENT naming what looked for it otherwise. */
+static int need_inode(struct replay *rp, u64 ino, struct btrfs_inode_item *ii)
+{
+	int ret = btrfs_read_inode(rp->root, ino, ii);
+
+	if (ret == -ENOENT)
+		tlog_error(-ENOENT, "inode %llu is in neither the log nor subvolume %llu",
+			   (unsigned long long)ino,
+			   (unsigned long long)rp->root->root_key.objectid);
+	return ret;
+}
+
+/* Whether the log's ref item @key holds the name (@parent, @name). */
+static int backref_in_log(struct replay *rp, const struct btrfs_key *key, u64 parent,
+			  const char *name, u16 len)
+{
+	struct tlog_ref_name *names;
+	struct btrfs_path path;
+	int ret, nr;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(rp->log, key, &path);
+	if (ret > 0) {
+		btrfs_release_path(&path);
+		return 0;
+	}
+	if (ret == 0)
+		ret = btrfs_decode_ref_item(path.nodes[0], path.slots[0], &names, &nr);
+	btrfs_release_path(&path);
+	if (ret)
+		return ret;
+	for (int i = 0; i < nr; i++) {
+		if (names[i].parent == parent && names[i].len == len &&
+		    memcmp(names[i].name, name, len) == 0) {
+			ret = 1;
+			break;
+		}
+	}
+	free(names);
+	return ret;
+}
+
+/* ---- link count bookkeeping (log-tree.md 2.4.5, 2.9) ---- */
+
+static void inc_link(struct btrfs_inode_item *ii, void *arg)
+{
+	(void)arg;
+	btrfs_set_inode_item_nlink(ii, btrfs_inode_item_nlink(ii) + 1);
+}
+
+/*
+ * Remember @ino for the link count recount: a zero-size fixup item in the
+ * subvolume.  The first time, the inode gains a link so that it is not
+ * taken for deleted before the recount.
+ */
+static int link_to_fixup_dir(struct replay *rp, u64 ino)
+{
+	struct btrfs_key key = { BTRFS_TREE_LOG_FIXUP_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, ino };
+	int ret;
+
+	ret = btrfs_insert_item(rp->trans, rp->root, &key, NULL, 0);
+	if (ret == -EEXIST)
+		return 0;
+	if (ret)
+		return ret;
+	return btrfs_update_inode(rp->trans, rp->root, ino, inc_link, NULL);
+}
+
+/* Unlink a name during replay; the inode may be on the fixup list already. */
+static int unlink_name(struct replay *rp, u64 dir, u64 ino, const char *name, u16 len)
+{
+	int ret = btrfs_unlink_name(rp->trans, rp->root, dir, ino, name, len);
+
+	if (!ret)
+		count_names(rp, ino, false);
+	return ret;
+}
+
+/* Drop a directory entry found in the way of a logged one (its inode is recounted). */
+static int drop_one_dir_item(struct replay *rp, const struct tlog_dir_entry *de)
+{
+	struct btrfs_inode_item ii;
+	int ret;
+
+	if (de->location.type != BTRFS_INODE_ITEM_KEY)
+		return 0;	/* a subvolume's entry is never in the way of a file's */
+	ret = need_inode(rp, de->location.objectid, &ii);
+	if (!ret)
+		ret = link_to_fixup_dir(rp, de->location.objectid);
+	if (!ret)
+		ret = unlink_name(rp, de->dir, de->location.objectid, de->name, de->name_len);
+	return ret;
+}
+
+/* ---- directory deletes (log-tree.md 2.10) ---- */
+
+/* The logged index range of @dir containing *@start, else the next one; 1 if none. */
+static int find_dir_range(struct replay *rp, u64 dir, u64 *start, u64 *end)
+{
+	struct btrfs_key key = { dir, BTRFS_DIR_LOG_INDEX_KEY, *start };
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_backwards(rp->log, &key, &path);
+	if (ret == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+		if (btrfs_item_size(path.nodes[0], path.slots[0]) < sizeof(struct btrfs_dir_log_item)) {
+			ret = tlog_error(-EUCLEAN, "log: bad DIR_LOG_INDEX item of directory %llu",
+					 (unsigned long long)dir);
+			goto out;
+		}
+		u64 found_end = btrfs_dir_log_item_end(btrfs_item_ptr(path.nodes[0], path.slots[0]));
+
+		if (*start >= key.offset && *start <= found_end) {
+			*start = key.offset;
+			*end = found_end;
+			goto out;
+		}
+	}
+	btrfs_release_path(&path);
+	if (ret < 0)
+		return ret;
+	key = (struct btrfs_key){ dir, BTRFS_DIR_LOG_INDEX_KEY, *start };
+	ret = btrfs_search_forward(rp->log, &key, &path);
+	if (ret == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+		if (key.objectid != dir || key.type != BTRFS_DIR_LOG_INDEX_KEY) {
+			ret = 1;
+		} else if (btrfs_item_size(path.nodes[0], path.slots[0]) <
+			   sizeof(struct btrfs_dir_log_item)) {
+			ret = tlog_error(-EUCLEAN, "log: bad DIR_LOG_INDEX item of directory %llu",
+					 (unsigned long long)dir);
+		} else {
+			*start = key.offset;
+			*end = btrfs_dir_log_item_end(btrfs_item_ptr(path.nodes[0], path.slots[0]));
+		}
+	}
+out:
+	btrfs_release_path(&path);
+	return ret;
+}
+
+/* Whether the log has the entry (@dir, @index) named @name. */
+static int dir_index_in_log(struct replay *rp, u64 dir, u64 index, const char *name, u16 len)
+{
+	struct tlog_dir_entry de;
+	char buf[256];
+	int ret = btrfs_lookup_dir_index(rp->log, dir, index, &de, buf);
+
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return ret;
+	return de.name_len == len && memcmp(de.name, name, len) == 0;
+}
+
+/* The subvolume's first DIR_INDEX of @dir at or after *@index (1: none up to @end). */
+static int next_dir_index(struct btrfs_root *root, u64 dir, u64 index, u64 end,
+			  struct tlog_dir_entry *de, char name[256])
+{
+	struct btrfs_key key = { dir, BTRFS_DIR_INDEX_KEY, index };
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_forward(root, &key, &path);
+	if (ret == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+		if (key.objectid != dir || key.type != BTRFS_DIR_INDEX_KEY || key.offset > end)
+			ret = 1;
+	}
+	btrfs_release_path(&path);
+	if (ret == 0)
+		ret = btrfs_lookup_dir_index(root, dir, key.offset, de, name);
+	return ret;
+}
+
+/*
+ * Remove the names of @dir that the log's index ranges cover but do not
+ * list; with @del_all every name goes (a directory left without links).
+ */
+static int replay_dir_deletes(struct replay *rp, u64 dir, bool del_all)
+{
+	u64 range_start = 0, range_end = 0;
+	int ret;
+
+	ret = inode_exists(rp->root, dir);
+	if (ret <= 0)
+		return ret;	/* not there (yet): nothing to delete */
+	for (;;) {
+		u64 index;
+
+		if (del_all) {
+			range_end = (u64)-1;
+		} else {
+			ret = find_dir_range(rp, dir, &range_start, &range_end);
+			if (ret < 0)
+				return ret;
+			if (ret > 0)
+				break;
+		}
+		index = range_start;
+		for (;;) {
+			struct tlog_dir_entry de;
+			char name[256];
+			struct btrfs_inode_item ii;
+
+			ret = next_dir_index(rp->root, dir, index, range_end, &de, name);
+			if (ret == 1 || ret == -ENOENT)
+				break;
+			if (ret < 0)
+				return ret;
+			if (!del_all) {
+				ret = dir_index_in_log(rp, dir, de.index, de.name, de.name_len);
+				if (ret < 0)
+					return ret;
+			} else {
+				ret = 0;
+			}
+			if (!ret && de.location.type == BTRFS_INODE_ITEM_KEY) {
+				ret = need_inode(rp, de.location.objectid, &ii);
+				if (!ret)
+					ret = link_to_fixup_dir(rp, de.location.objectid);
+				if (!ret)
+					ret = btrfs_update_inode(rp->trans, rp->root,
+								 de.location.objectid, inc_link, NULL);
+				if (!ret)
+					ret = unlink_name(rp, dir, de.location.objectid, de.name,
+							  de.name_len);
+				if (ret)
+					return ret;
+			}
+			if (de.index == (u64)-1)
+				break;
+			index = de.index + 1;
+		}
+		if (range_end == (u64)-1)
+			break;
+		range_start = range_end + 1;
+	}
+	return 0;
+}
+
+/* ---- stage 1: inode items (log-tree.md 2.4) ---- */
+
+struct xattr_scan {
+	struct replay *rp;
+	u16 len;		/* the first xattr the log lacks */
+	char name[256];
+	bool found;
+};
+
+/* Whether the dir-format item at the path has an entry named @name. */
+static bool item_has_name(const struct btrfs_path *path, const char *name, u16 len)
+{
+	const u8 *p = btrfs_item_ptr(path->nodes[0], path->slots[0]);
+	u32 size = btrfs_item_size(path->nodes[0], path->slots[0]), cur = 0;
+
+	while (cur + sizeof(struct btrfs_dir_item) <= size) {
+		const struct btrfs_dir_item *di = (const void *)(p + cur);
+		u32 nl = btrfs_dir_item_name_len(di);
+
+		if (nl == len && cur + sizeof(*di) + nl <= size && memcmp(di + 1, name, nl) == 0)
+			return true;
+		cur += sizeof(*di) + nl + btrfs_dir_item_data_len(di);
+	}
+	return false;
+}
+
+static int check_xattr_in_log(const struct tlog_dir_entry *de, void *arg)
+{
+	struct xattr_scan *xs = arg;
+	struct btrfs_key key = { de->dir, BTRFS_XATTR_ITEM_KEY,
+				 btrfs_name_hash(de->name, de->name_len) };
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(xs->rp->log, &key, &path);
+	if (ret == 0)
+		ret = item_has_name(&path, de->name, de->name_len);
+	else if (ret > 0)
+		ret = 0;
+	btrfs_release_path(&path);
+	if (ret)
+		return ret < 0 ? ret : 0;
+	xs->len = de->name_len;
+	memcpy(xs->name, de->name, de->name_len);
+	xs->found = true;
+	return 1;
+}
+
+/* Delete the inode's xattrs that the log does not have. */
+static int replay_xattr_deletes(struct replay *rp, u64 ino)
+{
+	for (;;) {
+		struct btrfs_key min = { ino, BTRFS_XATTR_ITEM_KEY, 0 };
+		struct btrfs_key max = { ino, BTRFS_XATTR_ITEM_KEY, (u64)-1 };
+		struct xattr_scan xs = { .rp = rp };
+		struct btrfs_tree_iter iter;
+		int ret = 0;
+
+		btrfs_for_each_item(rp->root, &iter, &min, &max) {
+			ret = btrfs_for_each_dir_entry(iter.leaf, iter.slot, check_xattr_in_log, &xs);
+			if (ret)
+				break;
+		}
+		if (!ret && iter.ret < 0)
+			ret = iter.ret;
+		btrfs_tree_iter_end(&iter);
+		if (ret < 0)
+			return ret;
+		if (!xs.found)
+			return 0;
+		ret = btrfs_delete_xattr(rp->trans, rp->root, ino, xs.name, xs.len);
+		if (ret)
+			return ret;
+	}
+}
+
+/* Copy the logged inode item into the subvolume, the kernel's way. */
+static int overwrite_inode_item(struct replay *rp, const struct btrfs_key *key,
+				const struct btrfs_inode_item *logged)
+{
+	struct btrfs_inode_item src = *logged, cur;
+	bool changed;
+	int ret;
+
+	ret = btrfs_read_inode(rp->root, key->objectid, &cur);
+	if (ret && ret != -ENOENT)
+		return ret;
+	if (ret == 0) {
+		if (memcmp(&cur, logged, sizeof(cur)) == 0)
+			return 0;
+		if (btrfs_inode_item_generation(logged) == 0) {
+			/*
+			 * Logged only to say the inode exists (a directory fsync):
+			 * keep the subvolume's item, but a regular file's logged
+			 * non-zero size is its size.
+			 */
+			if (S_ISREG(btrfs_inode_item_mode(logged)) &&
+			    S_ISREG(btrfs_inode_item_mode(&cur)) && btrfs_inode_item_size(logged)) {
+				u64 size = btrfs_inode_item_size(logged);
+
+				btrfs_set_inode_item_size(&cur, size);
+				ret = btrfs_overwrite_item(rp->trans, rp->root, key, &cur,
+							   sizeof(cur), &changed);
+			}
+			STAT(rp, key->objectid, updated, = true);
+			return ret;
+		}
+		/* nbytes follows the extents replayed; a directory's size its names */
+		btrfs_set_inode_item_nbytes(&src, btrfs_inode_item_nbytes(&cur));
+		if (S_ISDIR(btrfs_inode_item_mode(logged)) && S_ISDIR(btrfs_inode_item_mode(&cur)))
+			btrfs_set_inode_item_size(&src, btrfs_inode_item_size(&cur));
+		else if (S_ISDIR(btrfs_inode_item_mode(logged)))
+			btrfs_set_inode_item_size(&src, 0);
+		STAT(rp, key->objectid, updated, = true);
+	} else {
+		btrfs_set_inode_item_nbytes(&src, 0);
+		if (S_ISDIR(btrfs_inode_item_mode(logged)))
+			btrfs_set_inode_item_size(&src, 0);
+		STAT(rp, key->objectid, created, = true);
+	}
+	if (btrfs_inode_item_generation(&src) == 0)
+		btrfs_set_inode_item_generation(&src, rp->trans->transid);
+	return btrfs_overwrite_item(rp->trans, rp->root, key, &src, sizeof(src), &changed);
+}
+
+static void sub_nbytes(struct btrfs_inode_item *ii, void *arg)
+{
+	u64 n = *(u64 *)arg, cur = btrfs_inode_item_nbytes(ii);
+
+	btrfs_set_inode_item_nbytes(ii, n > cur ? 0 : cur - n);
+}
+
+/* Drop a regular file's extents past its (replayed) size. */
+static int truncate_to_size(struct replay *rp, u64 ino)
+{
+	struct btrfs_inode_item ii;
+	u64 from, found;
+	int ret;
+
+	ret = btrfs_read_inode(rp->root, ino, &ii);
+	if (ret)
+		return ret;
+	from = btrfs_inode_item_size(&ii);
+	from = (from + rp->fs->sectorsize - 1) / rp->fs->sectorsize * rp->fs->sectorsize;
+	ret = btrfs_drop_file_extents(rp->trans, rp->root, ino, from, (u64)-1, &found);
+	if (!ret)
+		ret = btrfs_update_inode(rp->trans, rp->root, ino, sub_nbytes, &found);
+	return ret;
+}
+
+static int replay_inode_item(struct replay *rp, const struct btrfs_key *key,
+			     const struct btrfs_inode_item *logged)
+{
+	u32 mode = btrfs_inode_item_mode(logged);
+	int ret;
+
+	ret = replay_xattr_deletes(rp, key->objectid);
+	if (!ret && S_ISDIR(mode))
+		ret = replay_dir_deletes(rp, key->objectid, false);
+	if (!ret)
+		ret = overwrite_inode_item(rp, key, logged);
+	if (!ret && S_ISREG(mode))
+		ret = truncate_to_size(rp, key->objectid);
+	if (!ret)
+		ret = link_to_fixup_dir(rp, key->objectid);
+	return ret;
+}
+
+/* ---- stage 2: directory index entries (log-tree.md 2.5) ---- */
+
+/*
+ * A subvolume entry @found where the logged one wants to be: 1 if it is
+ * the same (target and type), else dropped when the logged target exists.
+ */
+static int resolve_dir_conflict(struct replay *rp, const struct tlog_dir_entry *found,
+				const struct tlog_dir_entry *logged, bool exists)
+{
+	if (btrfs_comp_cpu_keys(&found->location, &logged->location) == 0 &&
+	    found->type == logged->type)
+		return 1;
+	if (!exists)
+		return 0;
+	return drop_one_dir_item(rp, found);
+}
+
+/* The name (@ino, @parent, @name) as a logged INODE_REF or INODE_EXTREF. */
+static int name_in_log_refs(struct replay *rp, u64 ino, u64 parent, const char *name, u16 len)
+{
+	struct btrfs_key key = { ino, BTRFS_INODE_REF_KEY, parent };
+	int ret = backref_in_log(rp, &key, parent, name, len);
+
+	if (ret)
+		return ret;
+	key = (struct btrfs_key){ ino, BTRFS_INODE_EXTREF_KEY, btrfs_extref_hash(parent, name, len) };
+	return backref_in_log(rp, &key, parent, name, len);
+}
+
+static int replay_one_dir_index(struct replay *rp, const struct tlog_dir_entry *logged)
+{
+	struct tlog_dir_entry found;
+	struct btrfs_inode_item ii;
+	char name[256];
+	bool dir_match = false, index_match = false;
+	int exists, ret;
+	u64 dir = logged->dir;
+
+	ret = btrfs_read_inode(rp->root, dir, &ii);
+	if (ret == -ENOENT)
+		return tlog_error(-ENOENT, "directory %llu of logged entry \"%.*s\" does not exist",
+				  (unsigned long long)dir, logged->name_len, logged->name);
+	if (ret)
+		return ret;
+	exists = item_exists(rp->root, &logged->location);
+	if (exists < 0)
+		return exists;
+
+	ret = btrfs_lookup_dir_entry(rp->root, dir, logged->name, logged->name_len, &found);
+	if (ret == 0) {
+		found.dir = dir;
+		ret = resolve_dir_conflict(rp, &found, logged, exists);
+		if (ret < 0)
+			return ret;
+		dir_match = ret == 1;
+	} else if (ret != -ENOENT) {
+		return ret;
+	}
+	ret = btrfs_lookup_dir_index(rp->root, dir, logged->index, &found, name);
+	if (ret == 0 && found.name_len == logged->name_len &&
+	    memcmp(found.name, logged->name, found.name_len) == 0) {
+		ret = resolve_dir_conflict(rp, &found, logged, exists);
+		if (ret < 0)
+			return ret;
+		index_match = ret == 1;
+	} else if (ret != 0 && ret != -ENOENT) {
+		return ret;
+	}
+	if (dir_match && index_match)
+		return 0;
+	/* a logged back reference with this name adds it in the last stage */
+	ret = name_in_log_refs(rp, logged->location.objectid, dir, logged->name,
+			       logged->name_len);
+	if (ret)
+		return ret < 0 ? ret : 0;
+
+	/* insert the name like a link, back reference included */
+	if (logged->location.type != BTRFS_INODE_ITEM_KEY || !exists)
+		return 0;
+	ret = btrfs_lookup_dir_entry(rp->root, dir, logged->name, logged->name_len, &found);
+	if (ret == 0)
+		return 0;	/* the name is still there (under another index) */
+	if (ret != -ENOENT)
+		return ret;
+	ret = btrfs_insert_inode_ref(rp->trans, rp->root, logged->location.objectid, dir,
+				     logged->name, logged->name_len, logged->index);
+	if (ret == -EEXIST)
+		return 0;
+	if (!ret)
+		ret = btrfs_insert_dir_entry(rp->trans, rp->root, dir, logged->name,
+					     logged->name_len, &logged->location, logged->type,
+					     logged->index);
+	if (ret)
+		return ret;
+	count_names(rp, logged->location.objectid, true);
+	if (logged->type != BTRFS_FT_DIR)
+		ret = link_to_fixup_dir(rp, logged->location.objectid);
+	return ret;
+}
+
+static int dir_index_cb(const struct tlog_dir_entry *de, void *arg)
+{
+	int ret = replay_one_dir_index(arg, de);
+
+	/* only one entry per DIR_INDEX item */
+	return ret ? ret : 1;
+}
+
+/* ---- stage 3: back references (log-tree.md 2.7) ---- */
+
+/*
+ * Before adding logged name @nm of @ino: unlink the names of @ino in the
+ * same parent the log does not have, then entries in the way of the name
+ * or its index.  1: stop with this item (the root directory's own ref).
+ */
+static int resolve_ref_conflicts(struct replay *rp, u64 ino, const struct tlog_ref_name *nm)
+{
+again:
+	for (int ext = 0; ext < 2; ext++) {
+		struct btrfs_key key = ext ?
+			(struct btrfs_key){ ino, BTRFS_INODE_EXTREF_KEY,
+					    btrfs_extref_hash(nm->parent, nm->name, nm->len) } :
+			(struct btrfs_key){ ino, BTRFS_INODE_REF_KEY, nm->parent };
+		struct tlog_ref_name *names;
+		struct btrfs_path path;
+		int nr, ret;
+
+		btrfs_init_path(&path);
+		ret = btrfs_search_slot(rp->root, &key, &path);
+		if (ret == 0 && !ext && ino == nm->parent) {
+			btrfs_release_path(&path);
+			return 1;
+		}
+		if (ret == 0)
+			ret = btrfs_decode_ref_item(path.nodes[0], path.slots[0], &names, &nr);
+		btrfs_release_path(&path);
+		if (ret > 0)
+			continue;
+		if (ret < 0)
+			return ret;
+		for (int i = 0; i < nr; i++) {
+			struct btrfs_key lkey;
+			struct btrfs_inode_item ii;
+
+			if (names[i].parent != nm->parent)
+				continue;
+			lkey = ext ? (struct btrfs_key){ ino, BTRFS_INODE_EXTREF_KEY,
+							 btrfs_extref_hash(names[i].parent,
+									   names[i].name,
+									   names[i].len) } : key;
+			ret = backref_in_log(rp, &lkey, names[i].parent, names[i].name,
+					     names[i].len);
+			if (ret == 0 && ext)
+				ret = btrfs_read_inode(rp->root, names[i].parent, &ii);
+			if (ret == 0) {
+				/* the name goes; the link it held is not lost yet */
+				ret = btrfs_update_inode(rp->trans, rp->root, ino, inc_link, NULL);
+				if (!ret)
+					ret = unlink_name(rp, names[i].parent, ino, names[i].name,
+							  names[i].len);
+				free(names);
+				if (ret)
+					return ret;
+				goto again;
+			}
+			if (ret < 0) {
+				free(names);
+				return ret;
+			}
+		}
+		free(names);
+	}
+	{
+		struct tlog_dir_entry de;
+		char name[256];
+		int ret;
+
+		/* an entry at the logged index, whatever its name */
+		ret = btrfs_lookup_dir_index(rp->root, nm->parent, nm->index, &de, name);
+		if (ret == 0 && de.name_len == nm->len && memcmp(de.name, nm->name, nm->len) == 0)
+			ret = drop_one_dir_item(rp, &de);
+		else if (ret == 0 || ret == -ENOENT)
+			ret = 0;
+		if (ret)
+			return ret;
+		/* an entry with the logged name, whatever its inode */
+		ret = btrfs_lookup_dir_entry(rp->root, nm->parent, nm->name, nm->len, &de);
+		if (ret == 0) {
+			de.dir = nm->parent;
+			ret = drop_one_dir_item(rp, &de);
+		} else if (ret == -ENOENT) {
+			ret = 0;
+		}
+		return ret;
+	}
+}
+
+/* Whether the name is in place: both entries of @parent name @ino at @index. */
+static int inode_in_dir(struct replay *rp, u64 ino, const struct tlog_ref_name *nm)
+{
+	struct tlog_dir_entry de;
+	char name[256];
+	int ret;
+
+	ret = btrfs_lookup_dir_index(rp->root, nm->parent, nm->index, &de, name);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return ret;
+	if (de.name_len != nm->len || memcmp(de.name, nm->name, nm->len) ||
+	    de.location.objectid != ino)
+		return 0;
+	ret = btrfs_lookup_dir_entry(rp->root, nm->parent, nm->name, nm->len, &de);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return ret;
+	return de.location.objectid == ino;
+}
+
+/* Unlink the names under the ref key @key that the logged item @logged lacks. */
+static int unlink_old_inode_refs(struct replay *rp, const struct btrfs_key *key,
+				 const struct tlog_ref_name *logged, int nr_logged)
+{
+	for (;;) {
+		struct tlog_ref_name *names, victim;
+		struct btrfs_path path;
+		bool found = false;
+		int nr, ret;
+
+		btrfs_init_path(&path);
+		ret = btrfs_search_slot(rp->root, key, &path);
+		if (ret == 0)
+			ret = btrfs_decode_ref_item(path.nodes[0], path.slots[0], &names, &nr);
+		btrfs_release_path(&path);
+		if (ret)
+			return ret > 0 ? 0 : ret;
+		for (int i = 0; i < nr && !found; i++) {
+			bool in_log = false;
+
+			for (int j = 0; j < nr_logged && !in_log; j++)
+				in_log = logged[j].parent == names[i].parent &&
+					 logged[j].len == names[i].len &&
+					 memcmp(logged[j].name, names[i].name, names[i].len) == 0;
+			if (!in_log) {
+				victim = names[i];
+				found = true;
+			}
+		}
+		free(names);
+		if (!found)
+			return 0;
+		ret = btrfs_read_inode(rp->root, victim.parent, &(struct btrfs_inode_item){ 0 });
+		if (!ret)
+			ret = unlink_name(rp, victim.parent, key->objectid, victim.name, victim.len);
+		if (ret)
+			return ret;
+	}
+}
+
+static int add_one_ref_name(struct replay *rp, u64 ino, const struct tlog_ref_name *nm,
+			    u8 ftype)
+{
+	struct btrfs_key location = { ino, BTRFS_INODE_ITEM_KEY, 0 };
+	int ret;
+
+	ret = inode_in_dir(rp, ino, nm);
+	if (ret)
+		return ret < 0 ? ret : 0;
+	ret = resolve_ref_conflicts(rp, ino, nm);
+	if (ret)
+		return ret;
+	ret = btrfs_insert_dir_entry(rp->trans, rp->root, nm->parent, nm->name, nm->len,
+				     &location, ftype, nm->index);
+	if (!ret)
+		count_names(rp, ino, true);
+	return ret;
+}
+
+static int replay_inode_ref(struct replay *rp, const struct extent_buffer *leaf, int slot,
+			    const struct btrfs_key *key)
+{
+	struct btrfs_inode_item ii, dir_ii;
+	struct tlog_ref_name *names;
+	bool changed;
+	int nr, ret;
+	u8 ftype;
+
+	ret = btrfs_decode_ref_item(leaf, slot, &names, &nr);
+	if (ret)
+		return ret;
+	/* a parent that was not logged and is gone: the fixup sorts it out */
+	if (nr == 0 || btrfs_read_inode(rp->root, names[0].parent, &dir_ii) == -ENOENT) {
+		free(names);
+		return 0;
+	}
+	ret = need_inode(rp, key->objectid, &ii);
+	if (ret)
+		goto out;
+	ftype = btrfs_mode_to_ftype(btrfs_inode_item_mode(&ii));
+	for (int i = 0; i < nr; i++) {
+		if (i && key->type == BTRFS_INODE_EXTREF_KEY &&
+		    btrfs_read_inode(rp->root, names[i].parent, &dir_ii) == -ENOENT)
+			continue;
+		ret = add_one_ref_name(rp, key->objectid, &names[i], ftype);
+		if (ret == 1) {
+			ret = 0;	/* the root directory's own reference */
+			goto out;
+		}
+		if (ret)
+			goto out;
+	}
+	ret = unlink_old_inode_refs(rp, key, names, nr);
+	if (!ret)
+		ret = btrfs_overwrite_item(rp->trans, rp->root, key, btrfs_item_ptr(leaf, slot),
+					   btrfs_item_size(leaf, slot), &changed);
+out:
+	free(names);
+	return ret;
+}
+
+/* ---- stage 3: file extents (log-tree.md 2.8) ---- */
+
+static void add_nbytes(struct btrfs_inode_item *ii, void *arg)
+{
+	const s64 *delta = arg;
+	u64 cur = btrfs_inode_item_nbytes(ii);
+
+	btrfs_set_inode_item_nbytes(ii, delta[0] > (s64)cur + delta[1] ? 0 :
+					 cur + delta[1] - delta[0]);
+}
+
+/* Whether the subvolume has exactly this (regular or prealloc) extent item. */
+static int same_extent_present(struct replay *rp, const struct btrfs_key *key,
+			       const struct btrfs_file_extent_item *fi)
+{
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(rp->root, key, &path);
+	if (ret == 0)
+		ret = btrfs_item_size(path.nodes[0], path.slots[0]) == sizeof(*fi) &&
+		      memcmp(btrfs_item_ptr(path.nodes[0], path.slots[0]), fi, sizeof(*fi)) == 0;
+	else if (ret > 0)
+		ret = 0;
+	btrfs_release_path(&path);
+	return ret;
+}
+
+/* A reference for the logged extent: one more, or its extent item if it has none. */
+static int reference_logged_extent(struct replay *rp, const struct btrfs_key *key,
+				   const struct btrfs_file_extent_item *fi)
+{
+	u64 bytenr = btrfs_file_extent_item_disk_bytenr(fi);
+	u64 len = btrfs_file_extent_item_disk_num_bytes(fi);
+	u64 offset = key->offset - btrfs_file_extent_item_offset(fi);
+	u64 root = rp->root->root_key.objectid;
+	struct btrfs_key ekey = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
+	struct btrfs_root *eroot;
+	int ret;
+
+	ret = btrfs_read_root(rp->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
+	if (!ret)
+		ret = item_exists(eroot, &ekey);
+	if (ret < 0)
+		return ret;
+	if (ret)
+		return btrfs_add_data_ref(rp->trans, bytenr, len, root, key->objectid, offset);
+	return btrfs_claim_logged_data_extent(rp->trans, bytenr, len, root, key->objectid, offset);
+}
+
+/* Logged checksums of the extent replace the csum tree's. */
+static int copy_logged_csums(struct replay *rp, const struct btrfs_file_extent_item *fi)
+{
+	u64 start, end, copied;
+
+	if (btrfs_file_extent_item_compression(fi)) {
+		start = btrfs_file_extent_item_disk_bytenr(fi);
+		end = start + btrfs_file_extent_item_disk_num_bytes(fi);
+	} else {
+		start = btrfs_file_extent_item_disk_bytenr(fi) + btrfs_file_extent_item_offset(fi);
+		end = start + btrfs_file_extent_item_num_bytes(fi);
+	}
+	return btrfs_copy_csums(rp->trans, rp->log, start, end, &copied);
+}
+
+static int replay_one_extent(struct replay *rp, const struct extent_buffer *leaf, int slot,
+			     const struct btrfs_key *key)
+{
+	u32 size = btrfs_item_size(leaf, slot), ss = rp->fs->sectorsize;
+	const struct btrfs_file_extent_item *fi = btrfs_item_ptr(leaf, slot);
+	struct btrfs_inode_item ii;
+	u64 start = key->offset, end, nbytes = 0, dropped;
+	s64 delta[2];
+	bool inl, changed;
+	int ret;
+
+	if (size < BTRFS_FILE_EXTENT_INLINE_DATA_START)
+		return tlog_error(-EUCLEAN, "log: file extent item of inode %llu too small",
+				  (unsigned long long)key->objectid);
+	switch (btrfs_file_extent_item_type(fi)) {
+	case BTRFS_FILE_EXTENT_REG:
+	case BTRFS_FILE_EXTENT_PREALLOC:
+		if (size != sizeof(*fi))
+			return tlog_error(-EUCLEAN, "log: file extent item of inode %llu has size %u",
+					  (unsigned long long)key->objectid, size);
+		end = start + btrfs_file_extent_item_num_bytes(fi);
+		if (btrfs_file_extent_item_disk_bytenr(fi))
+			nbytes = btrfs_file_extent_item_num_bytes(fi);
+		inl = false;
+		break;
+	case BTRFS_FILE_EXTENT_INLINE:
+		nbytes = btrfs_file_extent_item_ram_bytes(fi);
+		end = (start + nbytes + ss - 1) / ss * ss;
+		inl = true;
+		break;
+	default:
+		return tlog_error(-EUCLEAN, "log: unknown file extent type %u of inode %llu",
+				  btrfs_file_extent_item_type(fi), (unsigned long long)key->objectid);
+	}
+	ret = need_inode(rp, key->objectid, &ii);
+	if (ret)
+		return ret;
+	if (!inl) {
+		ret = same_extent_present(rp, key, fi);
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
+	ret = btrfs_drop_file_extents(rp->trans, rp->root, key->objectid, start, end, &dropped);
+	if (ret)
+		return ret;
+	if (inl) {
+		ret = btrfs_overwrite_item(rp->trans, rp->root, key, fi, size, &changed);
+	} else if (btrfs_file_extent_item_disk_bytenr(fi) == 0) {
+		/* a hole: an item only without NO_HOLES */
+		if (!(rp->fs->incompat & BTRFS_FEATURE_INCOMPAT_NO_HOLES))
+			ret = btrfs_insert_item(rp->trans, rp->root, key, fi, sizeof(*fi));
+	} else {
+		ret = btrfs_insert_item(rp->trans, rp->root, key, fi, sizeof(*fi));
+		if (!ret)
+			ret = reference_logged_extent(rp, key, fi);
+		if (!ret)
+			ret = copy_logged_csums(rp, fi);
+	}
+	if (ret)
+		return ret;
+	STAT(rp, key->objectid, data_bytes, += nbytes);
+	if (rp->stats)
+		rp->stats->data_bytes += nbytes;
+	delta[0] = (s64)dropped;
+	delta[1] = (s64)nbytes;
+	return btrfs_update_inode(rp->trans, rp->root, key->objectid, add_nbytes, delta);
+}
+
+/* ---- link count fixup (log-tree.md 2.9) ---- */
+
+static void set_nlink(struct btrfs_inode_item *ii, void *arg)
+{
+	btrfs_set_inode_item_nlink(ii, *(u32 *)arg);
+}
+
+static int fixup_inode_link_count(struct replay *rp, u64 ino)
+{
+	struct btrfs_key orphan = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, ino };
+	struct btrfs_inode_item ii;
+	u32 nlink;
+	int ret;
+
+	ret = btrfs_read_inode(rp->root, ino, &ii);
+	if (ret)
+		return ret;
+	ret = btrfs_count_inode_names(rp->root, ino, &nlink);
+	if (ret)
+		return ret;
+	if (nlink != btrfs_inode_item_nlink(&ii)) {
+		ret = btrfs_update_inode(rp->trans, rp->root, ino, set_nlink, &nlink);
+		if (ret)
+			return ret;
+	}
+	if (nlink)
+		return 0;
+	if (S_ISDIR(btrfs_inode_item_mode(&ii))) {
+		ret = replay_dir_deletes(rp, ino, true);
+		if (ret)
+			return ret;
+	}
+	/* left for orphan cleanup, as the kernel leaves it until the next mount */
+	ret = btrfs_insert_item(rp->trans, rp->root, &orphan, NULL, 0);
+	if (ret == -EEXIST)
+		ret = 0;
+	if (!ret)
+		STAT(rp, ino, orphaned, = true);
+	return ret;
+}
+
+/* Recount every inode on the fixup list, highest first; the list may grow. */
+static int fixup_inode_link_counts(struct replay *rp)
+{
+	for (;;) {
+		struct btrfs_key key = { BTRFS_TREE_LOG_FIXUP_OBJECTID, BTRFS_ORPHAN_ITEM_KEY,
+					 (u64)-1 };
+		struct btrfs_path path;
+		int ret;
+
+		btrfs_init_path(&path);
+		ret = btrfs_search_backwards(rp->root, &key, &path);
+		if (ret == 0)
+			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+		btrfs_release_path(&path);
+		if (ret)
+			return ret > 0 ? 0 : ret;
+		ret = btrfs_delete_item(rp->trans, rp->root, &key);
+		if (!ret)
+			ret = fixup_inode_link_count(rp, key.offset);
+		if (ret)
+			return ret;
+	}
+}
+
+/* ---- walking the log ---- */
+
+static int replay_item(struct replay *rp, const struct extent_buffer *leaf, int slot,
+		       const struct btrfs_key *key)
+{
+	if (key->type == BTRFS_INODE_ITEM_KEY) {
+		const struct btrfs_inode_item *ii = btrfs_item_ptr(leaf, slot);
+
+		if (btrfs_item_size(leaf, slot) < sizeof(*ii))
+			return tlog_error(-EUCLEAN, "log: inode item %llu too small",
+					  (unsigned long long)key->objectid);
+		/* an inode without links (tmpfile, unlinked, replaced): skip it all */
+		rp->ignore_cur_inode = btrfs_inode_item_nlink(ii) == 0;
+		if (rp->ignore_cur_inode) {
+			if (rp->stage == REPLAY_INODES)
+				STAT(rp, key->objectid, ignored, = true);
+			return 0;
+		}
+		if (rp->stage == REPLAY_INODES)
+			return replay_inode_item(rp, key, ii);
+	}
+	if (rp->ignore_cur_inode)
+		return 0;
+	if (rp->stage == REPLAY_DIR_INDEX && key->type == BTRFS_DIR_INDEX_KEY) {
+		int ret = btrfs_for_each_dir_entry(leaf, slot, dir_index_cb, rp);
+
+		return ret == 1 ? 0 : ret;
+	}
+	if (rp->stage != REPLAY_ALL)
+		return 0;
+	switch (key->type) {
+	case BTRFS_XATTR_ITEM_KEY: {
+		bool changed;
+
+		return btrfs_overwrite_item(rp->trans, rp->root, key, btrfs_item_ptr(leaf, slot),
+					    btrfs_item_size(leaf, slot), &changed);
+	}
+	case BTRFS_INODE_REF_KEY:
+	case BTRFS_INODE_EXTREF_KEY:
+		return replay_inode_ref(rp, leaf, slot, key);
+	case BTRFS_EXTENT_DATA_KEY:
+		return replay_one_extent(rp, leaf, slot, key);
+	}
+	return 0;
+}
+
+static int walk_log(struct replay *rp)
+{
+	struct btrfs_key min = { 0, 0, 0 };
+	struct btrfs_key max = { (u64)-1, (u8)-1, (u64)-1 };
+	struct btrfs_tree_iter iter;
+	int ret = 0;
+
+	btrfs_for_each_item(rp->log, &iter, &min, &max) {
+		ret = replay_item(rp, iter.leaf, iter.slot, &iter.key);
+		if (ret) {
+			char where[160];
+
+			snprintf(where, sizeof(where),
+				 "log of subvolume %llu, block %llu, item (%llu %u %llu)",
+				 (unsigned long long)rp->root->root_key.objectid,
+				 (unsigned long long)iter.leaf->start,
+				 (unsigned long long)iter.key.objectid, iter.key.type,
+				 (unsigned long long)iter.key.offset);
+			ret = tlog_error_wrap(ret, where);
+			break;
+		}
+	}
+	if (!ret && iter.ret < 0) {
+		char where[80];
+
+		snprintf(where, sizeof(where), "reading the log of subvolume %llu",
+			 (unsigned long long)rp->root->root_key.objectid);
+		ret = tlog_error_wrap(iter.ret, where);
+	}
+	btrfs_tree_iter_end(&iter);
+	return ret;
+}
+
+/* Keep every block of a tree out of the transaction's allocations. */
+static int pin_tree_blocks(struct replay *rp, u64 bytenr, int level, u64 gen, u64 *count)
+{
+	struct extent_buffer *eb;
+	int ret;
+
+	ret = read_tree_block(rp->fs, bytenr, level, gen, &eb);
+	if (ret) {
+		char where[64];
+
+		snprintf(where, sizeof(where), "log block %llu", (unsigned long long)bytenr);
+		return tlog_error_wrap(ret, where);
+	}
+	ret = tlog_trans_pin(rp->trans, bytenr, rp->fs->nodesize);
+	(*count)++;
+	for (u32 i = 0; !ret && level > 0 && i < btrfs_header_nritems_eb(eb); i++)
+		ret = pin_tree_blocks(rp, btrfs_node_blockptr(eb, i), level - 1,
+				      btrfs_node_ptr_generation(eb, i), count);
+	free_extent_buffer(eb);
+	return ret;
+}
+
+/* The subvolumes with a log, highest id first (the kernel's order). */
+static int logged_subvols(struct tlog_fs *fs, u64 **ids, size_t *nr)
+{
+	struct btrfs_key min = { BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0 };
+	struct btrfs_key max = { BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
+	struct btrfs_tree_iter iter;
+	size_t cap = 0;
+	int ret = 0;
+
+	*ids = NULL;
+	*nr = 0;
+	btrfs_for_each_item(fs->log_root_tree, &iter, &min, &max) {
+		if (*nr == cap) {
+			u64 *v = realloc(*ids, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+
+			if (!v) {
+				ret = -ENOMEM;
+				break;
+			}
+			*ids = v;
+		}
+		(*ids)[(*nr)++] = iter.key.offset;
+	}
+	if (!ret && iter.ret < 0)
+		ret = tlog_error_wrap(iter.ret, "reading the log root tree");
+	btrfs_tree_iter_end(&iter);
+	/* iterated in increasing order: reverse */
+	for (size_t i = 0; !ret && i < *nr / 2; i++) {
+		u64 t = (*ids)[i];
+
+		(*ids)[i] = (*ids)[*nr - 1 - i];
+		(*ids)[*nr - 1 - i] = t;
+	}
+	return ret;
+}
+
+static int pin_log_blocks(struct replay *rp, const u64 *ids, size_t nr, u64 *count)
+{
+	struct tlog_fs *fs = rp->fs;
+	int ret;
+
+	ret = pin_tree_blocks(rp, fs->log_root_tree->bytenr, fs->log_root_tree->level,
+			      fs->generation + 1, count);
+	for (size_t i = 0; !ret && i < nr; i++) {
+		struct btrfs_root *log;
+
+		ret = btrfs_read_log_root(fs, ids[i], &log);
+		if (!ret)
+			ret = pin_tree_blocks(rp, log->bytenr, log->level, log->generation, count);
+	}
+	return ret;
+}
+
+int btrfs_replay_log(struct tlog_trans *trans, struct tlog_replay_stats *stats)
+{
+	struct tlog_fs *fs = trans->fs;
+	struct replay rp = { .trans = trans, .fs = fs, .stats = stats };
+	u64 *ids, blocks = 0;
+	size_t nr;
+	int ret;
+
+	if (!fs->log_root_tree)
+		return 0;
+	ret = logged_subvols(fs, &ids, &nr);
+	if (ret)
+		return ret;
+	ret = pin_log_blocks(&rp, ids, nr, &blocks);
+	if (stats)
+		stats->log_blocks = blocks;
+	for (rp.stage = REPLAY_INODES; !ret && rp.stage <= REPLAY_ALL; rp.stage++) {
+		for (size_t i = 0; !ret && i < nr; i++) {
+			ret = btrfs_read_root(fs, ids[i], &rp.root);
+			if (ret == -ENOENT) {
+				/* a deleted subvolume: its log is dropped, as the kernel does */
+				tlog_error_clear();
+				if (stats && rp.stage == REPLAY_INODES)
+					stats->subvols_skipped++;
+				ret = 0;
+				continue;
+			}
+			if (!ret)
+				ret = btrfs_read_log_root(fs, ids[i], &rp.log);
+			if (!ret)
+				ret = walk_log(&rp);
+			if (!ret && rp.stage == REPLAY_ALL)
+				ret = fixup_inode_link_counts(&rp);
+			if (!ret && stats && rp.stage == REPLAY_INODES)
+				stats->subvols++;
+		}
+	}
+	free(ids);
+	return ret;
+}
