@@ -24,7 +24,10 @@ void print_usage(const struct cmd_struct *cmd, bool full)
 	if (cmd->flags & CMD_JSON)
 		fprintf(out, "    --format text|json    output format (default: text)\n");
 	if (cmd->flags & CMD_PATH)
-		fprintf(out, "    --subvol ID           resolve PATH from subvolume ID instead of the top level\n");
+		fprintf(out, "    --subvol ID           resolve PATH from subvolume ID instead of the top level\n"
+			     "    --no-log              the committed state: do not apply the log tree\n"
+			     "                          (by default an image with a log is seen replayed,\n"
+			     "                          as the kernel mounts it; the image is not changed)\n");
 	fprintf(out, "    --super N             use superblock copy N (0, 1, 2) instead of the newest valid one\n");
 }
 
@@ -73,6 +76,13 @@ bool handle_common_option(const struct cmd_struct *cmd, int c, struct cmd_common
 			exit(1);
 		}
 		common->subvol = subvol;
+		return true;
+	case GETOPT_VAL_NO_LOG:
+		if (!(cmd->flags & CMD_PATH)) {
+			error("%s does not take --no-log", cmd->name);
+			exit(1);
+		}
+		common->no_log = true;
 		return true;
 	case GETOPT_VAL_SUPER: {
 		char *end;

@@ -34,6 +34,7 @@ enum {
 	GETOPT_VAL_FORMAT,
 	GETOPT_VAL_SUPER,
 	GETOPT_VAL_SUBVOL,
+	GETOPT_VAL_NO_LOG,
 	GETOPT_VAL_FIRST_CMD,	/* commands number their long-only options from here */
 };
 
@@ -41,16 +42,18 @@ enum {
 	{ "help", no_argument, NULL, GETOPT_VAL_HELP },	\
 	{ "format", required_argument, NULL, GETOPT_VAL_FORMAT },	\
 	{ "super", required_argument, NULL, GETOPT_VAL_SUPER },	\
-	{ "subvol", required_argument, NULL, GETOPT_VAL_SUBVOL }
+	{ "subvol", required_argument, NULL, GETOPT_VAL_SUBVOL },	\
+	{ "no-log", no_argument, NULL, GETOPT_VAL_NO_LOG }
 
 /* Settings from the common options. */
 struct cmd_common {
 	enum output_format format;
 	int super_mirror;	/* --super N, -1 when not given */
 	unsigned long long subvol;	/* --subvol ID, 0 for the top level */
+	bool no_log;		/* --no-log: the committed state, log not applied */
 };
 
-#define CMD_COMMON_INIT { .format = OUTPUT_TEXT, .super_mirror = -1, .subvol = 0 }
+#define CMD_COMMON_INIT { .format = OUTPUT_TEXT, .super_mirror = -1, .subvol = 0, .no_log = false }
 
 /*
  * Handle a common option returned by getopt_long.  Returns true if @c was

@@ -7,6 +7,7 @@
 #include "open.h"
 #include "options.h"
 #include "path.h"
+#include "tree-log.h"
 
 int resolve_image_path(struct tlog_fs *fs, u64 subvol, const char *image,
 		       const char *path, struct tlog_ino *ret)
@@ -65,11 +66,26 @@ int open_image_file(struct tlog_fs *fs, u64 subvol, const char *image,
 	return 0;
 }
 
+/*
+ * Open the image as the kernel would show it: with the log replayed (in
+ * memory; the image is not changed), or the committed state for --no-log.
+ */
 static int open_fs(const struct cmd_common *common, const char *image, struct tlog_fs **fs)
 {
 	struct tlog_open_opts opts = { .super_mirror = common->super_mirror };
+	int err = open_image(image, &opts, fs);
 
-	return open_image(image, &opts, fs);
+	if (err || common->no_log || !(*fs)->log_root_tree)
+		return err;
+	tlog_error_clear();
+	err = tlog_apply_log_overlay(*fs);
+	if (err) {
+		error_errno(err, "cannot apply the log tree of %s (--no-log shows the committed state)",
+			    image);
+		tlog_close(*fs);
+		*fs = NULL;
+	}
+	return err;
 }
 
 int cmd_open_path(const struct cmd_common *common, const char *image, const char *path,

@@ -78,6 +78,7 @@ struct tlog_fs {
 	struct btrfs_root *roots;		/* other roots read so far */
 	u8 *scratch;				/* nodesize bytes for verification */
 	struct list_head dirty_blocks;		/* tree blocks to write at commit */
+	struct tlog_trans *overlay;		/* the log replayed in memory, if applied */
 };
 
 /* Tree blocks have skinny extent items (METADATA_ITEM keyed by level). */

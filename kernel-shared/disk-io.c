@@ -19,6 +19,7 @@
 #include "csum.h"
 #include "ctree.h"
 #include "disk-io.h"
+#include "transaction.h"
 #include "errctx.h"
 #include "volumes.h"
 
@@ -843,6 +844,8 @@ void tlog_close(struct tlog_fs *fs)
 {
 	if (!fs)
 		return;
+	if (fs->overlay)
+		tlog_trans_abort(fs->overlay);
 	while (!list_empty(&fs->dirty_blocks))
 		btrfs_clear_buffer_dirty(fs, list_first_entry(&fs->dirty_blocks,
 							      struct extent_buffer, dirty_list));

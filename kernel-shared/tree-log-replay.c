@@ -1269,3 +1269,22 @@ int btrfs_replay_log(struct tlog_trans *trans, struct tlog_replay_stats *stats)
 	free(ids);
 	return ret;
 }
+
+int tlog_apply_log_overlay(struct tlog_fs *fs)
+{
+	struct tlog_trans *trans;
+	int ret;
+
+	if (!fs->log_root_tree || fs->overlay)
+		return 0;
+	ret = tlog_trans_start_flags(fs, TLOG_TRANS_LOG_REPLAY | TLOG_TRANS_IN_MEMORY, &trans);
+	if (ret)
+		return ret;
+	ret = btrfs_replay_log(trans, NULL);
+	if (ret) {
+		tlog_trans_abort(trans);
+		return ret;
+	}
+	fs->overlay = trans;
+	return 0;
+}

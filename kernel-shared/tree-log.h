@@ -49,4 +49,11 @@ struct tlog_trans;
 int btrfs_replay_log(struct tlog_trans *trans, struct tlog_replay_stats *stats);
 void tlog_replay_stats_free(struct tlog_replay_stats *stats);
 
+/*
+ * Show @fs as the kernel mounts it: its log replayed in memory, nothing
+ * written (the image may be open read-only).  Queries then answer for the
+ * replayed state; tlog_close() drops it.  A no-op without a log.
+ */
+int tlog_apply_log_overlay(struct tlog_fs *fs);
+
 #endif
