@@ -43,13 +43,18 @@ int btrfs_overwrite_item(struct tlog_trans *trans, struct btrfs_root *root,
 		btrfs_release_path(&path);
 		return 0;
 	}
-	btrfs_release_path(&path);
+	if (ret != 0)
+		btrfs_release_path(&path);
 	if (ret < 0)
 		return ret;
 	*changed = true;
 	if (ret > 0)
 		return btrfs_insert_item(trans, root, key, data, size);
-	ret = btrfs_search_slot_for_write(trans, root, key, &path, (int)size);
+	/* room for the growth only: a whole second copy might not fit a leaf */
+	old = btrfs_item_size(path.nodes[0], path.slots[0]);
+	btrfs_release_path(&path);
+	ret = btrfs_search_slot_for_write(trans, root, key, &path,
+					  size > old ? (int)(size - old) : 0);
 	if (ret > 0)
 		ret = -EUCLEAN;
 	if (ret == 0) {
@@ -189,7 +194,9 @@ int btrfs_delete_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u6
 	/* the index comes from the back reference: whatever entry is there goes */
 	key = (struct btrfs_key){ dir, BTRFS_DIR_INDEX_KEY, index };
 	ret = btrfs_delete_item(trans, root, &key);
-	return ret == -ENOENT || ret > 0 ? 0 : ret;
+	if (ret == -ENOENT || ret > 0)
+		ret = 0;
+	return ret ? ret : btrfs_dir_size_add(trans, root, dir, -2 * (s64)len);
 }
 
 struct index_ctx {
@@ -501,8 +508,6 @@ int btrfs_unlink_name(struct tlog_trans *trans, struct btrfs_root *root, u64 dir
 				 (unsigned long long)ino, len, name, (unsigned long long)dir);
 	if (!ret)
 		ret = btrfs_delete_dir_entry(trans, root, dir, name, len, index);
-	if (!ret)
-		ret = btrfs_dir_size_add(trans, root, dir, -2 * (s64)len);
 	if (!ret)
 		ret = btrfs_update_inode(trans, root, ino, drop_one_link, NULL);
 	return ret;

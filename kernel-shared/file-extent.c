@@ -182,10 +182,15 @@ static int split_around(struct tlog_trans *trans, struct btrfs_root *root,
 int btrfs_drop_file_extents(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
 			    u64 start, u64 end, u64 *bytes_found)
 {
+	u32 ss = root->fs->sectorsize;
 	u64 pos = start;
 	int ret = 0;
 
 	*bytes_found = 0;
+	if (start % ss || (end != (u64)-1 && end % ss))
+		return tlog_error(-EINVAL, "inode %llu: dropping unaligned range %llu-%llu",
+				  (unsigned long long)ino, (unsigned long long)start,
+				  (unsigned long long)end);
 	while (pos < end) {
 		struct found_extent fe;
 		u64 lo, hi;
