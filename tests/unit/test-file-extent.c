@@ -397,10 +397,10 @@ Test(file_extent, inline_extent_dropped_whole)
 	EXPECT_NONE(INO);
 	check_tree();
 
-	/* exactly its range */
+	/* ranges are whole sectors: the inline extent's own range is refused */
 	put_inline(INO, 0, 100, 100, BTRFS_COMPRESS_NONE);
-	cr_assert_eq(drop_ret(0, 100, 0), 100);
-	EXPECT_NONE(INO);
+	drop_ret(0, 100, -EINVAL);
+	EXPECT(INO, INLINE(0, 100));
 }
 
 Test(file_extent, compressed_inline_extent_counts_ram_bytes)
@@ -425,14 +425,14 @@ Test(file_extent, inline_extent_and_holes)
 	check_tree();
 }
 
-Test(file_extent, part_of_an_inline_extent_is_eopnotsupp)
+Test(file_extent, unaligned_ranges_are_refused)
 {
 	put_inline(INO, 0, 100, 100, BTRFS_COMPRESS_NONE);
-	/* the tail, the front, the middle */
-	drop_ret(50, 4 * K, -EOPNOTSUPP);
-	drop_ret(0, 50, -EOPNOTSUPP);
-	drop_ret(10, 20, -EOPNOTSUPP);
-	drop_ret(99, END, -EOPNOTSUPP);
+	/* a range must be whole sectors (the end may be "to the end of the file") */
+	drop_ret(50, 4 * K, -EINVAL);
+	drop_ret(0, 50, -EINVAL);
+	drop_ret(10, 20, -EINVAL);
+	drop_ret(99, END, -EINVAL);
 	EXPECT(INO, INLINE(0, 100));
 	/* after its data there is nothing */
 	cr_assert_eq(drop_ret(100, 4 * K, 0), 0);
