@@ -24,12 +24,12 @@
 #include "csum.h"
 #include "errctx.h"
 #include "messages.h"
+#include "open.h"
 #include "mkfs.h"
 #include "strutil.h"
 #include "volumes.h"
 
 #define DEFAULT_FILE_SIZE (1024ULL * 1024 * 1024)
-#define FAULT_ENV "TLOG_FAULT_INJECT"
 
 static const char * const mkfs_usage[] = {
 	"tlogctl mkfs [options] TARGET",
@@ -460,20 +460,13 @@ static int create_target(const char *target, u64 size)
 /* TLOG_FAULT_INJECT=fail:N or drop:N wraps the device (testing aid). */
 static int wrap_fault_from_env(struct tlog_bdev **bdev)
 {
-	const char *env = getenv(FAULT_ENV);
 	unsigned long long nth;
-	char mode[8];
-	int ret;
+	int mode, ret;
 
-	if (!env || !*env)
-		return 0;
-	if (sscanf(env, "%7[a-z]:%llu", mode, &nth) != 2 ||
-	    (strcmp(mode, "fail") && strcmp(mode, "drop")) || nth == 0) {
-		error("invalid %s value '%s' (fail:N or drop:N)", FAULT_ENV, env);
-		return -EINVAL;
-	}
-	ret = tlog_bdev_wrap_fault(*bdev, strcmp(mode, "fail") ? TLOG_FAULT_DROP : TLOG_FAULT_FAIL,
-				   nth, bdev);
+	ret = fault_from_env(&mode, &nth);
+	if (ret || !mode)
+		return ret;
+	ret = tlog_bdev_wrap_fault(*bdev, mode, nth, bdev);
 	if (ret)
 		error_errno(ret, "cannot set up fault injection");
 	return ret;
@@ -650,9 +643,9 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 	if (!ret) {
 		tlog_error_clear();
 		ret = tlog_mkfs(bdev, &o.cfg, &res);
-		if (getenv(FAULT_ENV))
+		if (getenv(TLOG_FAULT_ENV))
 			fprintf(stderr, "%s: fault injection %s: %llu writes issued\n",
-				tlog_progname, getenv(FAULT_ENV), (unsigned long long)res.nr_writes);
+				tlog_progname, getenv(TLOG_FAULT_ENV), (unsigned long long)res.nr_writes);
 		if (ret)
 			error_errno(ret, "cannot make a filesystem on %s", target);
 	}

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blockdev.h"
 #include "commands.h"
 #include "errctx.h"
 #include "messages.h"
@@ -81,6 +82,8 @@ static void print_text(const char *image, const struct tlog_replay_stats *st, bo
 	       dry_run ? "Would replay the log of" : "Replayed the log of", image,
 	       st->subvols, st->subvols == 1 ? "" : "s", st->nr, st->nr == 1 ? "" : "s",
 	       st->names_added, st->names_removed, st->data_bytes);
+	if (st->qgroup_rescan && !dry_run)
+		printf("Quota groups marked for a rescan, which the kernel runs at the next mount\n");
 	if (st->subvols_skipped)
 		printf("%" PRIu64 " log%s of deleted subvolumes dropped\n", st->subvols_skipped,
 		       st->subvols_skipped == 1 ? "" : "s");
@@ -100,6 +103,7 @@ static int print_json(const char *image, const struct tlog_replay_stats *st, boo
 	json_add_u64(top, "names_added", st->names_added);
 	json_add_u64(top, "names_removed", st->names_removed);
 	json_add_u64(top, "data_bytes", st->data_bytes);
+	json_object_object_add(top, "qgroup_rescan", json_object_new_boolean(st->qgroup_rescan));
 	for (size_t i = 0; i < st->nr; i++) {
 		const struct tlog_replay_inode *e = &st->inodes[i];
 		json_object *o = json_object_new_object();
@@ -150,6 +154,7 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 	struct tlog_replay_stats st = { 0 };
 	bool verbose = false, dry_run = false, had_log;
 	struct tlog_fs *fs;
+	unsigned long long nth;
 	const char *image;
 	int c, err;
 
@@ -172,6 +177,9 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 	image = argv[optind];
 	opts.super_mirror = common.super_mirror;
 	opts.writable = !dry_run;
+	if (fault_from_env(&opts.fault_mode, &nth))
+		return 1;
+	opts.fault_nth = nth;
 	if (open_image(image, &opts, &fs))
 		return 1;
 	had_log = fs->log_root_tree != NULL;
@@ -185,6 +193,9 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	tlog_error_clear();
 	err = replay(fs, dry_run, &st);
+	if (opts.fault_mode)
+		fprintf(stderr, "%s: fault injection %s: %llu writes issued\n", tlog_progname,
+			getenv(TLOG_FAULT_ENV), (unsigned long long)fs->bdev->nr_writes);
 	tlog_close(fs);
 	if (err) {
 		error_errno(err, "cannot replay the log of %s", image);

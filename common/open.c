@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <blkid/blkid.h>
 
+#include "blockdev.h"
 #include "disk-io.h"
 #include "errctx.h"
 #include "messages.h"
@@ -52,4 +54,21 @@ int open_image(const char *path, const struct tlog_open_opts *opts, struct tlog_
 	}
 	error_errno(err, "cannot open %s", path);
 	return err;
+}
+
+int fault_from_env(int *mode, unsigned long long *nth)
+{
+	const char *env = getenv(TLOG_FAULT_ENV);
+	char name[8];
+
+	*mode = 0;
+	if (!env || !*env)
+		return 0;
+	if (sscanf(env, "%7[a-z]:%llu", name, nth) != 2 ||
+	    (strcmp(name, "fail") && strcmp(name, "drop")) || *nth == 0) {
+		error("invalid %s value '%s' (fail:N or drop:N)", TLOG_FAULT_ENV, env);
+		return -EINVAL;
+	}
+	*mode = strcmp(name, "fail") ? TLOG_FAULT_DROP : TLOG_FAULT_FAIL;
+	return 0;
 }

@@ -18,4 +18,12 @@ int open_image(const char *path, const struct tlog_open_opts *opts, struct tlog_
  */
 int probe_signature(const char *path, char *buf, size_t size);
 
+/*
+ * The testing aid TLOG_FAULT_INJECT=fail:N or drop:N: 0 and *@mode 0 when
+ * unset, the mode (TLOG_FAULT_*) and @nth when set, -EINVAL (reported)
+ * when malformed.
+ */
+#define TLOG_FAULT_ENV "TLOG_FAULT_INJECT"
+int fault_from_env(int *mode, unsigned long long *nth);
+
 #endif

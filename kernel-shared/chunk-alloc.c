@@ -25,7 +25,8 @@
 static u64 wanted_chunk_size(const struct tlog_fs *fs, u64 type)
 {
 	u64 total = btrfs_super_block_total_bytes(&fs->super);
-	u64 cap = type == BTRFS_BLOCK_GROUP_DATA ? SZ_1G :
+	/* mixed groups are sized as data, as the kernel does */
+	u64 cap = (type & BTRFS_BLOCK_GROUP_DATA) ? SZ_1G :
 		  type == BTRFS_BLOCK_GROUP_SYSTEM ? 32 * SZ_1M :
 		  total >= 50 * SZ_1G ? SZ_1G : SZ_256M;
 	u64 size = total / 10 / SZ_16M * SZ_16M;

@@ -120,10 +120,22 @@ static int grow_space(struct trans_state *st, u64 type)
 	return err;
 }
 
+/* With mixed block groups, data and metadata share DATA|METADATA groups. */
+static u64 space_type(const struct tlog_fs *fs, u64 type)
+{
+	if ((fs->incompat & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS) &&
+	    (type == BTRFS_BLOCK_GROUP_DATA || type == BTRFS_BLOCK_GROUP_METADATA))
+		return BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA;
+	return type;
+}
+
 /* Take space, adding a chunk when the groups of @type are full. */
 static int alloc_space(struct trans_state *st, u64 type, u64 len, u64 align, u64 *ret)
 {
-	int err = btrfs_alloc_range(&st->bgs, type, len, align, ret);
+	int err;
+
+	type = space_type(st->trans.fs, type);
+	err = btrfs_alloc_range(&st->bgs, type, len, align, ret);
 
 	if (err != -ENOSPC)
 		return err;
@@ -136,8 +148,8 @@ static int trans_alloc_block(struct tlog_trans *trans, struct btrfs_root *root, 
 {
 	struct trans_state *st = state_of(trans);
 	struct tlog_fs *fs = trans->fs;
-	u64 type = root->root_key.objectid == BTRFS_CHUNK_TREE_OBJECTID ?
-		   BTRFS_BLOCK_GROUP_SYSTEM : BTRFS_BLOCK_GROUP_METADATA;
+	u64 type = space_type(fs, root->root_key.objectid == BTRFS_CHUNK_TREE_OBJECTID ?
+				  BTRFS_BLOCK_GROUP_SYSTEM : BTRFS_BLOCK_GROUP_METADATA);
 	struct block_rec rec;
 	int err;
 
@@ -191,8 +203,7 @@ int tlog_trans_start_flags(struct tlog_fs *fs, unsigned int flags, struct tlog_t
 		return tlog_error(-EROFS, "the image is open read-only");
 	if (fs->log_root_tree && !(flags & TLOG_TRANS_LOG_REPLAY))
 		return tlog_error(-EBUSY, "the image has a log tree: replay or discard it first");
-	if (fs->incompat & (BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS |
-			    BTRFS_FEATURE_INCOMPAT_METADATA_UUID))
+	if (fs->incompat & BTRFS_FEATURE_INCOMPAT_METADATA_UUID)
 		return tlog_error(-EOPNOTSUPP, "writing to this feature set is not supported yet");
 	st = calloc(1, sizeof(*st));
 	if (!st)

@@ -17,6 +17,7 @@
  * allocations until the commit, after which the log is gone.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1154,6 +1155,31 @@ static int walk_log(struct replay *rp)
 	return ret;
 }
 
+/*
+ * With mixed block groups, data extents only a log knows of lie in the
+ * space tree blocks are allocated from: keep them out too (the log root
+ * tree's items are no file extents, and are skipped by their key type).
+ */
+static int pin_logged_data(struct replay *rp, const struct extent_buffer *leaf)
+{
+	for (u32 i = 0; i < btrfs_header_nritems_eb(leaf); i++) {
+		const struct btrfs_file_extent_item *fi = btrfs_item_ptr(leaf, i);
+		struct btrfs_key key;
+		int ret;
+
+		btrfs_item_key_to_cpu(leaf, &key, i);
+		if (key.type != BTRFS_EXTENT_DATA_KEY || btrfs_item_size(leaf, i) != sizeof(*fi) ||
+		    btrfs_file_extent_item_type(fi) == BTRFS_FILE_EXTENT_INLINE ||
+		    !btrfs_file_extent_item_disk_bytenr(fi))
+			continue;
+		ret = tlog_trans_pin(rp->trans, btrfs_file_extent_item_disk_bytenr(fi),
+				     btrfs_file_extent_item_disk_num_bytes(fi));
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* Keep every block of a tree out of the transaction's allocations. */
 static int pin_tree_blocks(struct replay *rp, u64 bytenr, int level, u64 gen, u64 *count)
 {
@@ -1169,6 +1195,8 @@ static int pin_tree_blocks(struct replay *rp, u64 bytenr, int level, u64 gen, u6
 	}
 	ret = tlog_trans_pin(rp->trans, bytenr, rp->fs->nodesize);
 	(*count)++;
+	if (!ret && level == 0 && (rp->fs->incompat & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS))
+		ret = pin_logged_data(rp, eb);
 	for (u32 i = 0; !ret && level > 0 && i < btrfs_header_nritems_eb(eb); i++)
 		ret = pin_tree_blocks(rp, btrfs_node_blockptr(eb, i), level - 1,
 				      btrfs_node_ptr_generation(eb, i), count);
@@ -1229,6 +1257,90 @@ static int pin_log_blocks(struct replay *rp, const u64 *ids, size_t nr, u64 *cou
 	return ret;
 }
 
+#define QGROUP_STATUS_FLAG_RESCAN		(1ULL << 1)
+#define QGROUP_STATUS_FLAG_INCONSISTENT		(1ULL << 2)
+
+/* Zero every qgroup's counters, as starting a rescan does. */
+static int zero_qgroup_counters(struct replay *rp, struct btrfs_root *quota)
+{
+	struct btrfs_key key = { 0, BTRFS_QGROUP_INFO_KEY, 0 };
+
+	for (;;) {
+		struct btrfs_path path;
+		int ret;
+
+		btrfs_init_path(&path);
+		ret = btrfs_search_forward(quota, &key, &path);
+		while (ret == 0) {
+			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+			if (key.type == BTRFS_QGROUP_INFO_KEY)
+				break;
+			ret = btrfs_next_item(quota, &path);
+		}
+		btrfs_release_path(&path);
+		if (ret)
+			return ret > 0 ? 0 : ret;
+		ret = btrfs_search_slot_for_write(rp->trans, quota, &key, &path, 0);
+		if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) >=
+		    sizeof(struct btrfs_qgroup_info_item)) {
+			struct btrfs_qgroup_info_item *qi = btrfs_item_ptr(path.nodes[0],
+									   path.slots[0]);
+
+			btrfs_set_qgroup_info_item_rfer(qi, 0);
+			btrfs_set_qgroup_info_item_rfer_cmpr(qi, 0);
+			btrfs_set_qgroup_info_item_excl(qi, 0);
+			btrfs_set_qgroup_info_item_excl_cmpr(qi, 0);
+		}
+		btrfs_release_path(&path);
+		if (ret < 0)
+			return ret;
+		if (key.offset == (u64)-1)
+			return 0;
+		key.offset++;
+	}
+}
+
+/*
+ * Quota groups count the bytes each subvolume references; replay changes
+ * them and does not account them one by one.  Start a rescan instead, as
+ * `btrfs quota rescan` does (counters zeroed, inconsistent, rescan from
+ * the start pending): the kernel runs it at the next mount, and btrfs
+ * check expects differences meanwhile.
+ */
+static int request_qgroup_rescan(struct replay *rp)
+{
+	struct btrfs_key key = { 0, BTRFS_QGROUP_STATUS_KEY, 0 };
+	struct btrfs_root *quota;
+	struct btrfs_path path;
+	int ret;
+
+	ret = btrfs_read_root(rp->fs, BTRFS_QUOTA_TREE_OBJECTID, &quota);
+	if (ret == -ENOENT) {
+		tlog_error_clear();
+		return 0;	/* quotas are off */
+	}
+	if (ret)
+		return ret;
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(rp->trans, quota, &key, &path, 0);
+	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) >=
+	    offsetof(struct btrfs_qgroup_status_item, enable_gen)) {
+		struct btrfs_qgroup_status_item *st = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+
+		btrfs_set_qgroup_status_item_flags(st, btrfs_qgroup_status_item_flags(st) |
+						   QGROUP_STATUS_FLAG_RESCAN |
+						   QGROUP_STATUS_FLAG_INCONSISTENT);
+		btrfs_set_qgroup_status_item_rescan(st, 0);
+		btrfs_set_qgroup_status_item_generation(st, rp->trans->transid);
+		if (rp->stats)
+			rp->stats->qgroup_rescan = true;
+	}
+	btrfs_release_path(&path);
+	if (ret < 0)
+		return ret;
+	return ret ? 0 : zero_qgroup_counters(rp, quota);
+}
+
 int btrfs_replay_log(struct tlog_trans *trans, struct tlog_replay_stats *stats)
 {
 	struct tlog_fs *fs = trans->fs;
@@ -1267,6 +1379,8 @@ int btrfs_replay_log(struct tlog_trans *trans, struct tlog_replay_stats *stats)
 		}
 	}
 	free(ids);
+	if (!ret)
+		ret = request_qgroup_rescan(&rp);
 	return ret;
 }
 

@@ -37,6 +37,7 @@ struct tlog_replay_stats {
 	u64 subvols_skipped;	/* logs of deleted subvolumes, dropped */
 	u64 log_blocks;
 	u64 names_added, names_removed, data_bytes;
+	bool qgroup_rescan;	/* quotas on: a rescan was requested */
 };
 
 /*
