@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Record what a mounted btrfs tree looks like, and compare two records.
+
+usage: treecmp.py walk MNT OUT.json [--diff [--labels A,B] REF.json]
+       treecmp.py diff [--labels A,B] A.json B.json
+       treecmp.py files [--limit N] A.json [B.json ...]
+
+walk: for every path under MNT (the mount point itself is "/"): inode
+number, type, mode, uid, gid, size, nlink, st_blocks, inode flags (files and
+directories, as lsattr shows them), sha256 of the content
+(a read error is recorded as such), the data/hole map from SEEK_DATA and
+SEEK_HOLE, the symlink target, the xattrs (sorted, values in hex), for
+directories the names in readdir order (btrfs: directory index order), and
+whether the directory is a subvolume root.  Timestamps are not recorded.
+
+diff (or walk --diff, REF being A and the walk B): prints every path only on one side and every differing field, and
+exits 1 when there is any difference.
+
+files: the regular files of the given records, sorted, the first N
+(default 50) of their union, one per line.
+"""
+import fcntl
+import hashlib
+import json
+import os
+import stat
+import sys
+
+
+def data_map(fd, size):
+    out = []
+    pos = 0
+    while pos < size:
+        try:
+            d = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError:  # ENXIO: no data after pos
+            break
+        h = os.lseek(fd, d, os.SEEK_HOLE)
+        out.append([d, h])
+        pos = h
+    return out
+
+
+def content(path, size):
+    h = hashlib.sha256()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as e:
+        return "open error: %s" % os.strerror(e.errno), None
+    try:
+        m = data_map(fd, size)
+        os.lseek(fd, 0, os.SEEK_SET)
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            h.update(b)
+    except OSError as e:
+        return "read error: %s" % os.strerror(e.errno), None
+    finally:
+        os.close(fd)
+    return h.hexdigest(), m
+
+
+FS_IOC_GETFLAGS = 0x80086601
+
+
+def inode_flags(path):
+    """chattr flags (FS_IOC_GETFLAGS: C nocow, c compress, ...)"""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        return "open error: %s" % os.strerror(e.errno)
+    try:
+        buf = fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))
+        return "0x%x" % int.from_bytes(buf[:4], "little")
+    except OSError as e:
+        return "error: %s" % os.strerror(e.errno)
+    finally:
+        os.close(fd)
+
+
+def xattrs(path):
+    out = {}
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError as e:
+        return {"<listxattr error>": os.strerror(e.errno)}
+    for n in sorted(names):
+        try:
+            out[n] = os.getxattr(path, n, follow_symlinks=False).hex()
+        except OSError as e:
+            out[n] = "<error: %s>" % os.strerror(e.errno)
+    return out
+
+
+TYPES = {stat.S_IFREG: "file", stat.S_IFDIR: "dir", stat.S_IFLNK: "symlink",
+         stat.S_IFCHR: "chardev", stat.S_IFBLK: "blockdev", stat.S_IFIFO: "fifo",
+         stat.S_IFSOCK: "socket"}
+
+
+def walk(mnt):
+    rec = {}
+
+    def visit(path, rel, parent_dev):
+        st = os.lstat(path)
+        e = {
+            "ino": st.st_ino,
+            "type": TYPES.get(stat.S_IFMT(st.st_mode), "unknown"),
+            "mode": "%04o" % stat.S_IMODE(st.st_mode),
+            "uid": st.st_uid,
+            "gid": st.st_gid,
+            "size": st.st_size,
+            "nlink": st.st_nlink,
+            "blocks": st.st_blocks,
+        }
+        x = xattrs(path)
+        if x:
+            e["xattrs"] = x
+        rec[rel] = e
+        if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+            e["flags"] = inode_flags(path)
+        if stat.S_ISREG(st.st_mode):
+            e["sha256"], m = content(path, st.st_size)
+            if m is not None:
+                e["map"] = m
+        elif stat.S_ISLNK(st.st_mode):
+            e["target"] = os.readlink(path)
+        elif stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+            e["rdev"] = "%d:%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
+        elif stat.S_ISDIR(st.st_mode):
+            if parent_dev is not None and st.st_dev != parent_dev:
+                e["subvol_root"] = True
+            with os.scandir(path) as it:
+                names = [d.name for d in it]
+            e["entries"] = names
+            for n in sorted(names):
+                visit(os.path.join(path, n), (rel.rstrip("/") + "/" + n), st.st_dev)
+
+    visit(mnt, "/", None)
+    return rec
+
+
+def show(v):
+    s = json.dumps(v, sort_keys=True)
+    return s if len(s) <= 300 else s[:300] + "... (%d chars)" % len(s)
+
+
+def diff(a, b, la, lb):
+    bad = 0
+    for p in sorted(set(a) | set(b)):
+        if p not in b:
+            print("only in %s: %s %s" % (la, p, show(a[p])))
+            bad += 1
+            continue
+        if p not in a:
+            print("only in %s: %s %s" % (lb, p, show(b[p])))
+            bad += 1
+            continue
+        ea, eb = a[p], b[p]
+        for k in sorted(set(ea) | set(eb)):
+            va, vb = ea.get(k), eb.get(k)
+            if va != vb:
+                bad += 1
+                print("%s: %s differs" % (p, k))
+                if k == "xattrs" and isinstance(va, dict) and isinstance(vb, dict):
+                    for n in sorted(set(va or {}) | set(vb or {})):
+                        if va.get(n) != vb.get(n):
+                            print("    %s %-8s %s" % (n, la + ":", va.get(n, "(none)")))
+                            print("    %s %-8s %s" % (n, lb + ":", vb.get(n, "(none)")))
+                    continue
+                print("    %-8s %s" % (la + ":", show(va) if va is not None else "(none)"))
+                print("    %-8s %s" % (lb + ":", show(vb) if vb is not None else "(none)"))
+    return bad
+
+
+def main():
+    argv = sys.argv[1:]
+    if not argv:
+        sys.exit(__doc__)
+    cmd = argv.pop(0)
+    if cmd == "walk" and len(argv) in (2, 5, 6) and (len(argv) == 2 or argv[2] == "--diff"):
+        rec = walk(argv[0])
+        with open(argv[1], "w") as fh:
+            json.dump(rec, fh, sort_keys=True, indent=0)
+        if len(argv) == 2:
+            return 0
+        # walk MNT OUT --diff [--labels A,B] REF.json: compare REF with this walk
+        la, lb = "A", "B"
+        rest = argv[3:]
+        if rest[0] == "--labels":
+            la, lb = rest[1].split(",", 1)
+            rest = rest[2:]
+        if len(rest) != 1:
+            sys.exit(__doc__)
+        n = diff(json.load(open(rest[0])), rec, la, lb)
+        if n:
+            print("%d difference(s) between %s and %s" % (n, la, lb))
+        return 1 if n else 0
+    if cmd == "diff":
+        la, lb = "A", "B"
+        if argv and argv[0] == "--labels":
+            la, lb = argv[1].split(",", 1)
+            argv = argv[2:]
+        if len(argv) != 2:
+            sys.exit(__doc__)
+        a, b = (json.load(open(f)) for f in argv)
+        n = diff(a, b, la, lb)
+        if n:
+            print("%d difference(s) between %s and %s" % (n, la, lb))
+        return 1 if n else 0
+    if cmd == "files":
+        limit = 50
+        if argv and argv[0] == "--limit":
+            limit = int(argv[1])
+            argv = argv[2:]
+        paths = set()
+        for f in argv:
+            paths |= {p for p, e in json.load(open(f)).items() if e["type"] == "file"}
+        for p in sorted(paths)[:limit]:
+            print(p)
+        return 0
+    sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
