@@ -245,6 +245,40 @@ int btrfs_delete_xattr(struct tlog_trans *trans, struct btrfs_root *root, u64 in
 
 /* ---- INODE_REF / INODE_EXTREF ---- */
 
+/*
+ * The ref entry at @cur of a ref item keyed @key: its fields and name
+ * (pointing into the item), and its length; 0 when it does not fit.
+ */
+static u32 ref_entry_at(const u8 *p, u32 size, u32 cur, const struct btrfs_key *key,
+			u64 *parent, u64 *index, u16 *len, const u8 **name)
+{
+	u32 head;
+
+	if (key->type == BTRFS_INODE_REF_KEY) {
+		const struct btrfs_inode_ref *ref = (const void *)(p + cur);
+
+		head = sizeof(*ref);
+		if (size - cur < head)
+			return 0;
+		*parent = key->offset;
+		*index = btrfs_inode_ref_index(ref);
+		*len = btrfs_inode_ref_name_len(ref);
+	} else {
+		const struct btrfs_inode_extref *ref = (const void *)(p + cur);
+
+		head = sizeof(*ref);
+		if (size - cur < head)
+			return 0;
+		*parent = btrfs_inode_extref_parent_objectid(ref);
+		*index = btrfs_inode_extref_index(ref);
+		*len = btrfs_inode_extref_name_len(ref);
+	}
+	if (*len > size - cur - head)
+		return 0;
+	*name = p + cur + head;
+	return head + *len;
+}
+
 int btrfs_decode_ref_item(const struct extent_buffer *leaf, int slot,
 			  struct tlog_ref_name **names, int *nr)
 {
@@ -257,30 +291,16 @@ int btrfs_decode_ref_item(const struct extent_buffer *leaf, int slot,
 	btrfs_item_key_to_cpu(leaf, &key, slot);
 	while (cur < size) {
 		struct tlog_ref_name r;
-		u32 head;
+		const u8 *name;
+		u32 elen = ref_entry_at(p, size, cur, &key, &r.parent, &r.index, &r.len, &name);
 
-		if (key.type == BTRFS_INODE_REF_KEY) {
-			const struct btrfs_inode_ref *ref = (const void *)(p + cur);
-
-			head = sizeof(*ref);
-			if (size - cur < head)
-				goto bad;
-			r.parent = key.offset;
-			r.index = btrfs_inode_ref_index(ref);
-			r.len = btrfs_inode_ref_name_len(ref);
-		} else {
-			const struct btrfs_inode_extref *ref = (const void *)(p + cur);
-
-			head = sizeof(*ref);
-			if (size - cur < head)
-				goto bad;
-			r.parent = btrfs_inode_extref_parent_objectid(ref);
-			r.index = btrfs_inode_extref_index(ref);
-			r.len = btrfs_inode_extref_name_len(ref);
+		if (!elen || r.len == 0 || r.len > 255) {
+			free(v);
+			return tlog_error(-EUCLEAN, "inode %llu: malformed %s item",
+					  (unsigned long long)key.objectid,
+					  key.type == BTRFS_INODE_REF_KEY ? "INODE_REF" : "INODE_EXTREF");
 		}
-		if (r.len == 0 || r.len > 255 || r.len > size - cur - head)
-			goto bad;
-		memcpy(r.name, p + cur + head, r.len);
+		memcpy(r.name, name, r.len);
 		r.name[r.len] = '\0';
 		if (n % 8 == 0) {
 			struct tlog_ref_name *nv = realloc(v, (n + 8) * sizeof(*v));
@@ -292,19 +312,14 @@ int btrfs_decode_ref_item(const struct extent_buffer *leaf, int slot,
 			v = nv;
 		}
 		v[n++] = r;
-		cur += head + r.len;
+		cur += elen;
 	}
 	*names = v;
 	*nr = n;
 	return 0;
-bad:
-	free(v);
-	return tlog_error(-EUCLEAN, "inode %llu: malformed %s item",
-			  (unsigned long long)key.objectid,
-			  key.type == BTRFS_INODE_REF_KEY ? "INODE_REF" : "INODE_EXTREF");
 }
 
-/* Offset and length of (@parent, @name) in the ref item at the path. */
+/* Offset and length of (@parent, @name) in the ref item at @slot. */
 static int find_ref_entry(const struct extent_buffer *leaf, int slot, u64 parent,
 			  const char *name, u16 len, u32 *off, u32 *elen, u64 *index)
 {
@@ -314,39 +329,21 @@ static int find_ref_entry(const struct extent_buffer *leaf, int slot, u64 parent
 
 	btrfs_item_key_to_cpu(leaf, &key, slot);
 	while (cur < size) {
+		const u8 *nm;
 		u64 par, idx;
-		u32 head;
 		u16 nl;
+		u32 this = ref_entry_at(p, size, cur, &key, &par, &idx, &nl, &nm);
 
-		if (key.type == BTRFS_INODE_REF_KEY) {
-			const struct btrfs_inode_ref *ref = (const void *)(p + cur);
-
-			head = sizeof(*ref);
-			if (size - cur < head)
-				break;
-			par = key.offset;
-			idx = btrfs_inode_ref_index(ref);
-			nl = btrfs_inode_ref_name_len(ref);
-		} else {
-			const struct btrfs_inode_extref *ref = (const void *)(p + cur);
-
-			head = sizeof(*ref);
-			if (size - cur < head)
-				break;
-			par = btrfs_inode_extref_parent_objectid(ref);
-			idx = btrfs_inode_extref_index(ref);
-			nl = btrfs_inode_extref_name_len(ref);
-		}
-		if (nl > size - cur - head)
+		if (!this)
 			break;
-		if (par == parent && nl == len && memcmp(p + cur + head, name, len) == 0) {
+		if (par == parent && nl == len && memcmp(nm, name, len) == 0) {
 			*off = cur;
-			*elen = head + nl;
+			*elen = this;
 			if (index)
 				*index = idx;
 			return 0;
 		}
-		cur += head + nl;
+		cur += this;
 	}
 	return -ENOENT;
 }
@@ -359,8 +356,12 @@ static struct btrfs_key ref_key(u64 ino, u64 parent, const char *name, u16 len, 
 	return (struct btrfs_key){ ino, BTRFS_INODE_REF_KEY, parent };
 }
 
-int btrfs_find_inode_ref(struct btrfs_root *root, u64 ino, u64 parent, const char *name,
-			 u16 len, u64 *index)
+/*
+ * Find the name (@parent, @name) among @ino's refs, old style first;
+ * with @trans, cut it out of its item.  -ENOENT when absent.
+ */
+static int lookup_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			    u64 parent, const char *name, u16 len, u64 *index)
 {
 	for (int ext = 0; ext < 2; ext++) {
 		struct btrfs_key key = ref_key(ino, parent, name, len, ext);
@@ -369,17 +370,32 @@ int btrfs_find_inode_ref(struct btrfs_root *root, u64 ino, u64 parent, const cha
 		int ret;
 
 		btrfs_init_path(&path);
-		ret = btrfs_search_slot(root, &key, &path);
+		ret = trans ? btrfs_search_slot_for_write(trans, root, &key, &path, -1) :
+			      btrfs_search_slot(root, &key, &path);
 		if (ret == 0)
 			ret = find_ref_entry(path.nodes[0], path.slots[0], parent, name, len,
 					     &off, &elen, index);
 		else if (ret > 0)
 			ret = -ENOENT;
+		if (ret == 0 && trans)
+			ret = btrfs_del_item_part(trans, root, &path, off, elen);
 		btrfs_release_path(&path);
 		if (ret != -ENOENT)
 			return ret;
 	}
 	return -ENOENT;
+}
+
+int btrfs_find_inode_ref(struct btrfs_root *root, u64 ino, u64 parent, const char *name,
+			 u16 len, u64 *index)
+{
+	return lookup_inode_ref(NULL, root, ino, parent, name, len, index);
+}
+
+int btrfs_delete_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			   u64 parent, const char *name, u16 len, u64 *index)
+{
+	return lookup_inode_ref(trans, root, ino, parent, name, len, index);
 }
 
 int btrfs_count_inode_names(struct btrfs_root *root, u64 ino, u32 *count)
@@ -404,31 +420,6 @@ int btrfs_count_inode_names(struct btrfs_root *root, u64 ino, u32 *count)
 		ret = iter.ret;
 	btrfs_tree_iter_end(&iter);
 	return ret;
-}
-
-int btrfs_delete_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
-			   u64 parent, const char *name, u16 len, u64 *index)
-{
-	for (int ext = 0; ext < 2; ext++) {
-		struct btrfs_key key = ref_key(ino, parent, name, len, ext);
-		struct btrfs_path path;
-		u32 off, elen;
-		int ret;
-
-		btrfs_init_path(&path);
-		ret = btrfs_search_slot_for_write(trans, root, &key, &path, -1);
-		if (ret == 0)
-			ret = find_ref_entry(path.nodes[0], path.slots[0], parent, name, len,
-					     &off, &elen, index);
-		else if (ret > 0)
-			ret = -ENOENT;
-		if (ret == 0)
-			ret = btrfs_del_item_part(trans, root, &path, off, elen);
-		btrfs_release_path(&path);
-		if (ret != -ENOENT)
-			return ret;
-	}
-	return -ENOENT;
 }
 
 int btrfs_insert_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,

@@ -13,69 +13,15 @@
 #include "errctx.h"
 #include "file-extent.h"
 #include "transaction.h"
+#include "mem-tree.h"
 
-/* ---- an in-memory tree to change (as in test-ctree-write.c) ---- */
+/* ---- an in-memory tree to change (mem-tree.c) ---- */
 
-struct mem_alloc {
-	u64 next;
-	u64 *free;
-	size_t nr_free, cap;
-	u64 allocated;		/* live blocks */
-};
-
-static int mem_alloc_block(struct tlog_trans *trans, struct btrfs_root *root, int level,
-			   u64 *bytenr)
-{
-	struct mem_alloc *a = trans->priv;
-
-	(void)root;
-	(void)level;
-	*bytenr = (a->next += trans->fs->nodesize);
-	a->allocated++;
-	return 0;
-}
-
-static int mem_free_block(struct tlog_trans *trans, struct btrfs_root *root, u64 bytenr,
-			  int level)
-{
-	struct mem_alloc *a = trans->priv;
-
-	(void)root;
-	(void)level;
-	cr_assert_lt(a->nr_free, a->cap, "more frees than blocks");
-	for (size_t i = 0; i < a->nr_free; i++)
-		cr_assert_neq(a->free[i], bytenr, "block %llu freed twice",
-			      (unsigned long long)bytenr);
-	a->free[a->nr_free++] = bytenr;
-	a->allocated--;
-	return 0;
-}
-
-static const struct tlog_trans_ops mem_ops = {
-	.alloc_tree_block = mem_alloc_block,
-	.free_tree_block = mem_free_block,
-};
-
-static struct {
-	struct tlog_fs *fs;
-	struct btrfs_root root;
-	struct mem_alloc alloc;
-	struct tlog_trans trans;
-} F;
+static struct mem_tree F;
 
 static void setup_nodesize(u32 nodesize)
 {
-	memset(&F, 0, sizeof(F));
-	tlog_error_clear();
-	cr_assert_eq(tlog_fs_create_memory(nodesize, 4096, BTRFS_CSUM_TYPE_CRC32, &F.fs), 0);
-	F.alloc.next = 1 << 20;
-	F.alloc.cap = 1 << 16;
-	F.alloc.free = calloc(F.alloc.cap, sizeof(u64));
-	F.root.fs = F.fs;
-	F.root.root_key = (struct btrfs_key){ 5, BTRFS_ROOT_ITEM_KEY, 0 };
-	F.trans = (struct tlog_trans){ .fs = F.fs, .transid = 9, .ops = &mem_ops,
-				       .priv = &F.alloc };
-	cr_assert_eq(btrfs_create_tree(&F.trans, &F.root), 0);
+	mem_tree_setup(&F, nodesize, 9);
 }
 
 static void setup(void)
@@ -90,8 +36,7 @@ static void setup_small(void)
 
 static void teardown(void)
 {
-	tlog_close(F.fs);
-	free(F.alloc.free);
+	mem_tree_teardown(&F);
 }
 
 TestSuite(file_extent, .init = setup, .fini = teardown);
