@@ -152,3 +152,31 @@ check_clean() {
 	btrfs check --readonly "$@" "$img" > "$TMP/check.out" 2>&1 || {
 		tail -20 "$TMP/check.out"; fail "$what: btrfs check found errors"; }
 }
+
+# flip_block IMG BYTENR: flip a byte inside every copy of a tree block
+# (mapped through the chunk tree, so it works for log blocks too)
+flip_block() {
+	local img="$1" block="$2" phys p
+	phys=$(tl dump-tree -t chunk --format json "$img" | python3 -c '
+import json, sys
+block = int(sys.argv[1])
+for t in json.load(sys.stdin)["trees"]:
+    for b in t["blocks"]:
+        for it in b.get("items", []):
+            d = it.get("data", {})
+            if it["key"]["type"] == 228 and it["key"]["offset"] <= block < it["key"]["offset"] + d["length"]:
+                for s in d["stripes"]:
+                    print(s["offset"] + block - it["key"]["offset"])
+' "$block")
+	[ -n "$phys" ] || fail "cannot map tree block $block"
+	for p in $phys; do
+		python3 -c '
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]) + 200)
+    b = f.read(1)
+    f.seek(int(sys.argv[2]) + 200)
+    f.write(bytes([b[0] ^ 0xff]))
+' "$img" "$p"
+	done
+}

@@ -38,28 +38,7 @@ import json, sys
 print([t for t in json.load(open(sys.argv[1]))["trees"] if t["subvol"] == 5][0]["root"])
 ' "$TMP/j.out")
 cp "$TMP/img" "$TMP/bad.img"
-phys=$(tl dump-tree -t chunk --format json "$TMP/img" | python3 -c '
-import json, sys
-block = int(sys.argv[1])
-for t in json.load(sys.stdin)["trees"]:
-    for b in t["blocks"]:
-        for it in b.get("items", []):
-            d = it.get("data", {})
-            if it["key"]["type"] == 228 and it["key"]["offset"] <= block < it["key"]["offset"] + d["length"]:
-                for s in d["stripes"]:
-                    print(s["offset"] + block - it["key"]["offset"])
-' "$logtree")
-[ -n "$phys" ] || fail "cannot map log tree block $logtree"
-for p in $phys; do
-	python3 -c '
-import sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(int(sys.argv[2]) + 200)
-    b = f.read(1)
-    f.seek(int(sys.argv[2]) + 200)
-    f.write(bytes([b[0] ^ 0xff]))
-' "$TMP/bad.img" "$p"
-done
+flip_block "$TMP/bad.img" "$logtree"
 expect_error "tree block $logtree" "$TLOGCTL" dump-log "$TMP/bad.img"
 [ ! -s "$TMP/r.out" ] || fail "output printed before the error"
 expect_error "tree block $logtree" "$TLOGCTL" dump-log --format json "$TMP/bad.img"

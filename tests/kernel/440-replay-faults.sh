@@ -229,32 +229,6 @@ interrupted() {
 	rm -f "$img"
 }
 
-# flip_block IMG BYTENR: flip a byte inside every copy of a tree block
-flip_block() {
-	local img="$1" block="$2" phys p
-	phys=$(tl dump-tree -t chunk --format json "$img" | python3 -c '
-import json, sys
-block = int(sys.argv[1])
-for t in json.load(sys.stdin)["trees"]:
-    for b in t["blocks"]:
-        for it in b.get("items", []):
-            d = it.get("data", {})
-            if it["key"]["type"] == 228 and it["key"]["offset"] <= block < it["key"]["offset"] + d["length"]:
-                for s in d["stripes"]:
-                    print(s["offset"] + block - it["key"]["offset"])
-' "$block")
-	[ -n "$phys" ] || fail "cannot map tree block $block"
-	for p in $phys; do
-		python3 -c '
-import sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(int(sys.argv[2]) + 200)
-    b = f.read(1)
-    f.seek(int(sys.argv[2]) + 200)
-    f.write(bytes([b[0] ^ 0xff]))
-' "$img" "$p"
-	done
-}
 
 scenarios=${TLOG_ONLY:-newfile rename dir reflink}
 for name in $scenarios; do
