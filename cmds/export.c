@@ -18,6 +18,7 @@
 #include "messages.h"
 #include "open.h"
 #include "path.h"
+#include "progress.h"
 
 static const char * const export_usage[] = {
 	"tlogctl export [--verify] [-f] IMAGE PATH DEST",
@@ -42,50 +43,6 @@ enum {
 #define EXPORT_BUF_SIZE		(1024 * 1024)
 /* Files smaller than this finish before a progress line would help. */
 #define PROGRESS_MIN_SIZE	(64ULL * 1024 * 1024)
-#define PROGRESS_INTERVAL_NS	100000000LL
-
-struct progress {
-	bool on;
-	bool shown;
-	const char *name;
-	u64 total;
-	struct timespec last;
-};
-
-static void progress_init(struct progress *p, const char *name, u64 total)
-{
-	memset(p, 0, sizeof(*p));
-	p->on = total >= PROGRESS_MIN_SIZE && isatty(STDERR_FILENO);
-	p->name = name;
-	p->total = total;
-}
-
-/* At most one line update every PROGRESS_INTERVAL_NS. */
-static void progress_update(struct progress *p, u64 done)
-{
-	struct timespec now;
-	long long elapsed;
-
-	if (!p->on)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	elapsed = (long long)(now.tv_sec - p->last.tv_sec) * 1000000000LL +
-		  (now.tv_nsec - p->last.tv_nsec);
-	if (p->shown && elapsed < PROGRESS_INTERVAL_NS)
-		return;
-	p->last = now;
-	p->shown = true;
-	fprintf(stderr, "\rexporting %s: %3u%%", p->name, (unsigned int)(done * 100 / p->total));
-	fflush(stderr);
-}
-
-/* Wipe the line so that what follows starts clean. */
-static void progress_end(struct progress *p)
-{
-	if (p->shown)
-		fprintf(stderr, "\r\033[K");
-}
-
 static int pwrite_all(int fd, const void *buf, size_t len, u64 offset)
 {
 	const char *p = buf;
@@ -249,6 +206,7 @@ static void discard_dest(struct export_ctx *x)
 
 static int export_file(struct export_ctx *x, bool verify, bool force)
 {
+	char what[4200];
 	int err;
 
 	if (verify) {
@@ -264,7 +222,8 @@ static int export_file(struct export_ctx *x, bool verify, bool force)
 	err = open_dest(x, force);
 	if (err)
 		return err;
-	progress_init(&x->progress, x->path, x->file->size);
+	snprintf(what, sizeof(what), "exporting %s", x->path);
+	progress_init(&x->progress, what, x->file->size, x->file->size >= PROGRESS_MIN_SIZE);
 	tlog_error_clear();
 	err = copy_data(x);
 	progress_end(&x->progress);

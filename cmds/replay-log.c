@@ -15,6 +15,7 @@
 #include "messages.h"
 #include "open.h"
 #include "output.h"
+#include "progress.h"
 #include "transaction.h"
 #include "tree-log.h"
 
@@ -123,17 +124,30 @@ static int print_json(const char *image, const struct tlog_replay_stats *st, boo
 	return output_json(top);
 }
 
+static void show_progress(void *arg, u64 done, u64 total)
+{
+	struct progress *p = arg;
+
+	if (!p->total)
+		progress_init(p, "replaying the log", total, total >= 256);
+	progress_update(p, done);
+}
+
 /* Replay in a transaction; commit it unless this is a dry run. */
 static int replay(struct tlog_fs *fs, bool dry_run, struct tlog_replay_stats *st)
 {
 	struct tlog_trans *trans;
+	struct progress progress = { 0 };
 	int err;
 
+	st->progress = show_progress;
+	st->progress_arg = &progress;
 	err = tlog_trans_start_flags(fs, TLOG_TRANS_LOG_REPLAY |
 				     (dry_run ? TLOG_TRANS_IN_MEMORY : 0), &trans);
 	if (err)
 		return err;
 	err = btrfs_replay_log(trans, st);
+	progress_end(&progress);
 	if (err || dry_run) {
 		tlog_trans_abort(trans);
 		return err;

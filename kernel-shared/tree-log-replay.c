@@ -44,6 +44,7 @@ struct replay {
 	/* an nlink-0 inode item was met: skip items up to the next inode item */
 	bool ignore_cur_inode;
 	struct tlog_replay_stats *stats;
+	u64 leaves_done;		/* for progress reports */
 };
 
 /* ---- statistics (dry run, -v) ---- */
@@ -1130,6 +1131,10 @@ static int walk_log(struct replay *rp)
 	int ret = 0;
 
 	btrfs_for_each_item(rp->log, &iter, &min, &max) {
+		struct tlog_replay_stats *st = rp->stats;
+
+		if (st && st->progress && iter.slot == 0)
+			st->progress(st->progress_arg, ++rp->leaves_done, 3 * st->log_leaves);
 		ret = replay_item(rp, iter.leaf, iter.slot, &iter.key);
 		if (ret) {
 			char where[160];
@@ -1195,6 +1200,8 @@ static int pin_tree_blocks(struct replay *rp, u64 bytenr, int level, u64 gen, u6
 	}
 	ret = tlog_trans_pin(rp->trans, bytenr, rp->fs->nodesize);
 	(*count)++;
+	if (level == 0 && rp->stats && bytenr != rp->fs->log_root_tree->bytenr)
+		rp->stats->log_leaves++;
 	if (!ret && level == 0 && (rp->fs->incompat & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS))
 		ret = pin_logged_data(rp, eb);
 	for (u32 i = 0; !ret && level > 0 && i < btrfs_header_nritems_eb(eb); i++)

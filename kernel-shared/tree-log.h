@@ -38,6 +38,10 @@ struct tlog_replay_stats {
 	u64 log_blocks;
 	u64 names_added, names_removed, data_bytes;
 	bool qgroup_rescan;	/* quotas on: a rescan was requested */
+	/* optional: called as log leaves are replayed (3 passes over @total) */
+	void (*progress)(void *arg, u64 done, u64 total);
+	void *progress_arg;
+	u64 log_leaves;
 };
 
 /*
