@@ -33,7 +33,7 @@ static const char * const replay_log_usage[] = {
 	"An image without a log is left alone.",
 	"",
 	"-v|--verbose        list what happened to each inode",
-	"-n|--dry-run        change nothing; report what the replay would do",
+	"-n|--dry-run        change nothing; list what the replay would do to each inode",
 	"--format json       report as JSON",
 	NULL
 };
@@ -182,6 +182,7 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 			break;
 		case 'n':
 			dry_run = true;
+			verbose = true;	/* a dry run is for seeing what would happen */
 			break;
 		default:
 			usage_unknown_option(cmd, argv);
