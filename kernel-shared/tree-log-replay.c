@@ -340,11 +340,20 @@ static int replay_dir_deletes(struct replay *rp, u64 dir, bool del_all)
 		if (del_all) {
 			range_end = (u64)-1;
 		} else {
+			u64 cursor = range_start;
+
 			ret = find_dir_range(rp, dir, &range_start, &range_end);
 			if (ret < 0)
 				return ret;
 			if (ret > 0)
 				break;
+			/* a range ending before it starts would never let the cursor move on */
+			if (range_end < range_start || range_end < cursor)
+				return tlog_error(-EUCLEAN,
+						  "log: index range [%llu, %llu] of directory %llu is reversed",
+						  (unsigned long long)range_start,
+						  (unsigned long long)range_end,
+						  (unsigned long long)dir);
 		}
 		index = range_start;
 		for (;;) {
