@@ -217,7 +217,8 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 		tlog_replay_stats_free(&st);
 		return 1;
 	}
-	qsort(st.inodes, st.nr, sizeof(*st.inodes), cmp_inode);
+	if (st.nr)
+		qsort(st.inodes, st.nr, sizeof(*st.inodes), cmp_inode);
 	if (common.format == OUTPUT_JSON)
 		err = print_json(image, &st, dry_run, true);
 	else
