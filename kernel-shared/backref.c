@@ -229,9 +229,12 @@ static int remove_inline_ref(struct tlog_trans *trans, struct btrfs_path *path, 
 	return btrfs_truncate_item(trans, path, size - len, true);
 }
 
-/* One reference @r fewer (never the last: freeing goes its own way). */
-static int drop_ref(struct tlog_trans *trans, const struct btrfs_key *ekey, u64 bytenr,
-		    const struct ref_desc *r)
+/*
+ * One reference @r fewer.  The last one only with @allow_last (the extent
+ * item is then left with refs 0 for the caller to free or revive).
+ */
+static int drop_ref_ext(struct tlog_trans *trans, const struct btrfs_key *ekey, u64 bytenr,
+			const struct ref_desc *r, bool allow_last)
 {
 	struct tlog_fs *fs = trans->fs;
 	struct btrfs_key rkey = keyed_ref_key(bytenr, r);
@@ -251,7 +254,8 @@ static int drop_ref(struct tlog_trans *trans, const struct btrfs_key *ekey, u64 
 		struct btrfs_extent_item *ei = (void *)p;
 		u32 at = find_inline_ref(fs, &path, ekey, r);
 
-		if (btrfs_extent_item_refs(ei) <= 1) {
+		if (btrfs_extent_item_refs(ei) < 1 ||
+		    (btrfs_extent_item_refs(ei) == 1 && !allow_last)) {
 			ret = tlog_error(-EUCLEAN, "extent %llu would lose its last reference here",
 					 (unsigned long long)bytenr);
 		} else {
@@ -301,6 +305,13 @@ static int drop_ref(struct tlog_trans *trans, const struct btrfs_key *ekey, u64 
 	}
 	btrfs_release_path(&path);
 	return ret;
+}
+
+/* One reference @r fewer, never the last (freeing goes its own way). */
+static int drop_ref(struct tlog_trans *trans, const struct btrfs_key *ekey, u64 bytenr,
+		    const struct ref_desc *r)
+{
+	return drop_ref_ext(trans, ekey, bytenr, r, false);
 }
 
 /*
@@ -432,4 +443,13 @@ int btrfs_add_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root, 
 	struct ref_desc r = { BTRFS_EXTENT_DATA_REF_KEY, root, ino, offset };
 
 	return add_ref(trans, &ekey, bytenr, &r);
+}
+
+int btrfs_drop_last_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root, u64 ino,
+			     u64 offset)
+{
+	struct btrfs_key ekey = data_extent_key(bytenr, len);
+	struct ref_desc r = { BTRFS_EXTENT_DATA_REF_KEY, root, ino, offset };
+
+	return drop_ref_ext(trans, &ekey, bytenr, &r, true);
 }

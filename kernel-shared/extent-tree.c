@@ -111,6 +111,17 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 		btrfs_release_path(&path);
 		return btrfs_drop_data_ref(trans, bytenr, len, root, ino, offset);
 	}
+	if (ret == 0 && tlog_trans_defers_frees(trans)) {
+		/*
+		 * As the kernel's delayed references: the extent stays until the
+		 * end of the transaction, and a reference added meanwhile (log
+		 * replay re-adding what it just truncated away) revives it with
+		 * its checksums.
+		 */
+		btrfs_release_path(&path);
+		ret = btrfs_drop_last_data_ref(trans, bytenr, len, root, ino, offset);
+		return ret ? ret : tlog_trans_defer_data_free(trans, bytenr, len);
+	}
 	if (ret == 0 && !only_this_ref(path.nodes[0], path.slots[0], root, ino, offset))
 		ret = tlog_error(-EUCLEAN, "data extent %llu: its only reference is not (%llu %llu %llu)",
 				 (unsigned long long)bytenr, (unsigned long long)root,
@@ -120,5 +131,36 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 	btrfs_release_path(&path);
 	if (!ret)
 		ret = btrfs_delete_data_csums(trans, bytenr, len);
+	return ret ? ret : tlog_trans_account_space(trans, bytenr, len, false);
+}
+
+int btrfs_finish_data_free(struct tlog_trans *trans, u64 bytenr, u64 len)
+{
+	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
+	struct btrfs_root *eroot;
+	struct btrfs_path path;
+	int ret;
+
+	ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
+	if (ret)
+		return ret;
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, eroot, &key, &path, -1);
+	if (ret > 0) {
+		/* freed already (deferred twice) */
+		btrfs_release_path(&path);
+		return 0;
+	}
+	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) >=
+	    sizeof(struct btrfs_extent_item) &&
+	    btrfs_extent_item_refs((const struct btrfs_extent_item *)
+				   btrfs_item_ptr(path.nodes[0], path.slots[0])) == 0)
+		ret = btrfs_del_items(trans, eroot, &path, path.slots[0], 1);
+	else if (ret == 0)
+		ret = 1;	/* referenced again: it stays */
+	btrfs_release_path(&path);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	ret = btrfs_delete_data_csums(trans, bytenr, len);
 	return ret ? ret : tlog_trans_account_space(trans, bytenr, len, false);
 }

@@ -46,6 +46,8 @@ struct trans_state {
 	struct btrfs_root *dirty_roots[64];
 	int nr_dirty_roots;
 	unsigned int flags;		/* TLOG_TRANS_* */
+	struct free_range *deferred;	/* data extents whose last reference went */
+	size_t nr_deferred, cap_deferred;
 	bool allocating_chunk;		/* no new chunk while making one */
 	u64 system_reserve;		/* grow SYSTEM space below this */
 };
@@ -231,8 +233,48 @@ int tlog_trans_pin(struct tlog_trans *trans, u64 bytenr, u64 len)
 	return btrfs_exclude_range(&state_of(trans)->bgs, bytenr, len);
 }
 
+bool tlog_trans_defers_frees(struct tlog_trans *trans)
+{
+	return trans->ops == &image_trans_ops &&
+	       (state_of(trans)->flags & TLOG_TRANS_LOG_REPLAY);
+}
+
+int tlog_trans_defer_data_free(struct tlog_trans *trans, u64 bytenr, u64 len)
+{
+	struct trans_state *st = state_of(trans);
+
+	if (st->nr_deferred == st->cap_deferred) {
+		size_t cap = st->cap_deferred ? st->cap_deferred * 2 : 64;
+		struct free_range *v = realloc(st->deferred, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		st->deferred = v;
+		st->cap_deferred = cap;
+	}
+	st->deferred[st->nr_deferred++] = (struct free_range){ bytenr, len };
+	return 0;
+}
+
+int tlog_trans_run_deferred_frees(struct tlog_trans *trans)
+{
+	struct trans_state *st;
+	int err = 0;
+
+	if (trans->ops != &image_trans_ops)
+		return 0;
+	st = state_of(trans);
+	while (!err && st->nr_deferred) {
+		struct free_range r = st->deferred[--st->nr_deferred];
+
+		err = btrfs_finish_data_free(trans, r.start, r.len);
+	}
+	return err;
+}
+
 static void free_state(struct trans_state *st)
 {
+	free(st->deferred);
 	btrfs_free_block_groups(&st->bgs);
 	free(st->pending_new.v);
 	free(st->recorded_new.v);
@@ -640,7 +682,9 @@ int tlog_trans_commit(struct tlog_trans *trans)
 		tlog_trans_abort(trans);
 		return tlog_error(-EROFS, "an in-memory transaction cannot be committed");
 	}
-	err = run_bookkeeping(st);
+	err = tlog_trans_run_deferred_frees(trans);
+	if (!err)
+		err = run_bookkeeping(st);
 	/* the root tree block must carry the new generation even if untouched */
 	if (!err && fs->tree_root->generation != trans->transid) {
 		struct btrfs_path path;

@@ -119,6 +119,19 @@ int btrfs_add_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root, 
  */
 int btrfs_claim_logged_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,
 				   u64 ino, u64 offset);
+/* Drop the last reference of a data extent, leaving its item with refs 0. */
+int btrfs_drop_last_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root, u64 ino,
+			     u64 offset);
+/*
+ * Data extents whose last reference went in a transaction that defers
+ * frees (log replay, like the kernel's delayed references) are freed at
+ * its end unless referenced again: tlog_trans_run_deferred_frees() (also
+ * run by commit) calls btrfs_finish_data_free() for each.
+ */
+bool tlog_trans_defers_frees(struct tlog_trans *trans);
+int tlog_trans_defer_data_free(struct tlog_trans *trans, u64 bytenr, u64 len);
+int tlog_trans_run_deferred_frees(struct tlog_trans *trans);
+int btrfs_finish_data_free(struct tlog_trans *trans, u64 bytenr, u64 len);
 /* Write data into space allocated in this transaction (all copies). */
 int btrfs_write_data(struct tlog_trans *trans, u64 bytenr, const void *buf, size_t len);
 /* Checksum @len bytes of data written at @bytenr into the csum tree. */

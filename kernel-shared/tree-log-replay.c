@@ -1396,6 +1396,8 @@ int btrfs_replay_log(struct tlog_trans *trans, struct tlog_replay_stats *stats)
 	}
 	free(ids);
 	if (!ret)
+		ret = tlog_trans_run_deferred_frees(trans);
+	if (!ret)
 		ret = request_qgroup_rescan(&rp);
 	return ret;
 }
