@@ -87,12 +87,35 @@ static bool only_this_ref(const struct extent_buffer *leaf, int slot, u64 root, 
 	       btrfs_extent_data_ref_count(dref) == 1;
 }
 
+/* The refs count of the extent item at the path; false if the item is too small. */
+static bool item_refs(const struct btrfs_path *path, u64 *refs)
+{
+	if (btrfs_item_size(path->nodes[0], path->slots[0]) < sizeof(struct btrfs_extent_item))
+		return false;
+	*refs = btrfs_extent_item_refs((const struct btrfs_extent_item *)
+				       btrfs_item_ptr(path->nodes[0], path->slots[0]));
+	return true;
+}
+
+/* Delete the extent item at the path (released here), its checksums and its space. */
+static int delete_data_extent(struct tlog_trans *trans, struct btrfs_root *eroot,
+			      struct btrfs_path *path, u64 bytenr, u64 len)
+{
+	int ret = btrfs_del_items(trans, eroot, path, path->slots[0], 1);
+
+	btrfs_release_path(path);
+	if (!ret)
+		ret = btrfs_delete_data_csums(trans, bytenr, len);
+	return ret ? ret : tlog_trans_account_space(trans, bytenr, len, false);
+}
+
 int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,
 			   u64 ino, u64 offset)
 {
 	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
 	struct btrfs_root *eroot;
 	struct btrfs_path path;
+	u64 refs;
 	int ret;
 
 	ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
@@ -103,10 +126,7 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 	if (ret > 0)
 		ret = tlog_error(-EUCLEAN, "data extent %llu+%llu has no extent item",
 				 (unsigned long long)bytenr, (unsigned long long)len);
-	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) >=
-	    sizeof(struct btrfs_extent_item) &&
-	    btrfs_extent_item_refs((const struct btrfs_extent_item *)
-				   btrfs_item_ptr(path.nodes[0], path.slots[0])) > 1) {
+	if (ret == 0 && item_refs(&path, &refs) && refs > 1) {
 		/* others still use it (reflinks, snapshots): one reference less */
 		btrfs_release_path(&path);
 		return btrfs_drop_data_ref(trans, bytenr, len, root, ino, offset);
@@ -127,11 +147,9 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 				 (unsigned long long)bytenr, (unsigned long long)root,
 				 (unsigned long long)ino, (unsigned long long)offset);
 	if (ret == 0)
-		ret = btrfs_del_items(trans, eroot, &path, path.slots[0], 1);
+		return delete_data_extent(trans, eroot, &path, bytenr, len);
 	btrfs_release_path(&path);
-	if (!ret)
-		ret = btrfs_delete_data_csums(trans, bytenr, len);
-	return ret ? ret : tlog_trans_account_space(trans, bytenr, len, false);
+	return ret;
 }
 
 int btrfs_finish_data_free(struct tlog_trans *trans, u64 bytenr, u64 len)
@@ -139,6 +157,7 @@ int btrfs_finish_data_free(struct tlog_trans *trans, u64 bytenr, u64 len)
 	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
 	struct btrfs_root *eroot;
 	struct btrfs_path path;
+	u64 refs;
 	int ret;
 
 	ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
@@ -151,16 +170,9 @@ int btrfs_finish_data_free(struct tlog_trans *trans, u64 bytenr, u64 len)
 		btrfs_release_path(&path);
 		return 0;
 	}
-	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) >=
-	    sizeof(struct btrfs_extent_item) &&
-	    btrfs_extent_item_refs((const struct btrfs_extent_item *)
-				   btrfs_item_ptr(path.nodes[0], path.slots[0])) == 0)
-		ret = btrfs_del_items(trans, eroot, &path, path.slots[0], 1);
-	else if (ret == 0)
-		ret = 1;	/* referenced again: it stays */
+	if (ret == 0 && item_refs(&path, &refs) && refs == 0)
+		return delete_data_extent(trans, eroot, &path, bytenr, len);
+	/* referenced again: it stays */
 	btrfs_release_path(&path);
-	if (ret)
-		return ret > 0 ? 0 : ret;
-	ret = btrfs_delete_data_csums(trans, bytenr, len);
-	return ret ? ret : tlog_trans_account_space(trans, bytenr, len, false);
+	return ret < 0 ? ret : 0;
 }
