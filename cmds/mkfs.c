@@ -5,7 +5,6 @@
  * built by kernel-shared/mkfs.c; this file checks the target (signatures,
  * mounts), parses the options and prints the summary.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,7 +14,6 @@
 #include <strings.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <blkid/blkid.h>
 #include <uuid/uuid.h>
 
@@ -321,108 +319,16 @@ static int probe_existing(const char *path, char *buf, size_t size)
 	return ret;
 }
 
-/* Whether block device @rdev is the source of a mount; @where gets its path. */
-static bool blockdev_mounted(dev_t rdev, char *where, size_t size)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[4096];
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char mnt[PATH_MAX], src[PATH_MAX], *sep;
-		unsigned int maj, min;
-		struct stat st;
-
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3)
-			continue;
-		sep = strstr(line, " - ");
-		if (!sep || sscanf(sep + 3, "%*s %4095s", src) != 1)
-			continue;
-		/* btrfs mounts show an anonymous st_dev: the source names the device */
-		if (makedev(maj, min) == rdev ||
-		    (src[0] == '/' && stat(src, &st) == 0 && S_ISBLK(st.st_mode) &&
-		     st.st_rdev == rdev)) {
-			snprintf(where, size, "%s", mnt);
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
-/* Whether a loop device backed by file @st is mounted; @where gets its mount point. */
-static bool file_mounted_via_loop(const struct stat *st, char *where, size_t size)
-{
-	DIR *d = opendir("/sys/block");
-	struct dirent *de;
-	bool found = false;
-
-	if (!d)
-		return false;
-	while (!found && (de = readdir(d))) {
-		char path[PATH_MAX], backing[PATH_MAX];
-		unsigned int maj, min;
-		struct stat bst;
-		FILE *f;
-		int n;
-
-		if (strncmp(de->d_name, "loop", 4))
-			continue;
-		snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file", de->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		n = fgets(backing, sizeof(backing), f) != NULL;
-		fclose(f);
-		if (!n)
-			continue;
-		backing[strcspn(backing, "\n")] = '\0';
-		if (stat(backing, &bst) || bst.st_dev != st->st_dev || bst.st_ino != st->st_ino)
-			continue;
-		snprintf(path, sizeof(path), "/sys/block/%s/dev", de->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		n = fscanf(f, "%u:%u", &maj, &min);
-		fclose(f);
-		if (n == 2 && blockdev_mounted(makedev(maj, min), where, size))
-			found = true;
-	}
-	closedir(d);
-	return found;
-}
-
-/* Refuse a mounted target: directly, or through a loop device for a file. */
-static int check_not_mounted(const char *target, const struct stat *st)
-{
-	char where[PATH_MAX];
-	bool mounted;
-
-	if (S_ISBLK(st->st_mode))
-		mounted = blockdev_mounted(st->st_rdev, where, sizeof(where));
-	else
-		mounted = file_mounted_via_loop(st, where, sizeof(where));
-	if (mounted) {
-		error("%s is mounted on %s", target, where);
-		return -EBUSY;
-	}
-	return 0;
-}
-
-static int check_existing_target(const char *target, const struct stat *st, bool force)
+/*
+ * Refuse to overwrite what libblkid recognises, unless forced.  Runs on
+ * the claimed target: nobody can start writing a filesystem there between
+ * this look and ours.
+ */
+static int check_existing_signature(const char *target, bool force)
 {
 	char found[128];
 	int ret;
 
-	if (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode)) {
-		error("%s is not a regular file or block device", target);
-		return -EINVAL;
-	}
-	ret = check_not_mounted(target, st);
-	if (ret)
-		return ret;
 	ret = probe_existing(target, found, sizeof(found));
 	if (ret < 0) {
 		error("cannot probe %s for existing signatures", target);
@@ -593,9 +499,6 @@ static int open_target(const char *target, struct mkfs_opts *o, bool *created,
 		/* options first: their errors say more than "occupied" */
 		if (check_options(o, o->size_set ? o->size : UINT64_MAX))
 			return -EINVAL;
-		ret = check_existing_target(target, &st, o->force);
-		if (ret)
-			return ret;
 	} else if (errno == ENOENT) {
 		u64 size = o->size_set ? o->size : DEFAULT_FILE_SIZE;
 
@@ -609,19 +512,28 @@ static int open_target(const char *target, struct mkfs_opts *o, bool *created,
 		error("cannot access %s: %s", target, strerror(errno));
 		return -errno;
 	}
-	ret = tlog_bdev_open_file(target, TLOG_BDEV_RDWR | TLOG_BDEV_EXCL, bdev);
-	if (ret) {
-		error_errno(ret, "cannot open %s", target);
-		return ret;
+	ret = open_target_for_writing(target, bdev);
+	if (ret)
+		goto fail;
+	if (!*created) {
+		ret = check_existing_signature(target, o->force);
+		if (ret)
+			goto fail_close;
 	}
 	if (!o->size_set && (*bdev)->size < tlog_mkfs_min_size(&o->cfg)) {
 		error("%s is too small (%llu bytes), the minimum is %llu bytes", target,
 		      (unsigned long long)(*bdev)->size,
 		      (unsigned long long)tlog_mkfs_min_size(&o->cfg));
-		tlog_bdev_close(*bdev);
-		return -ENOSPC;
+		ret = -ENOSPC;
+		goto fail_close;
 	}
 	return 0;
+fail_close:
+	tlog_bdev_close(*bdev);
+fail:
+	if (*created)
+		unlink(target);
+	return ret;
 }
 
 static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)

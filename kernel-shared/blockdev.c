@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The file backend of the block-device layer: pread/pwrite on a regular
- * file or a block device.
+ * file or a block device.  Opened for writing, the target is claimed
+ * (claim.h): not mounted, exclusive, locked until it is closed.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,10 +15,14 @@
 #include <linux/fs.h>
 
 #include "blockdev.h"
+#include "claim.h"
 #include "errctx.h"
 
 struct file_bdev {
 	int fd;
+	int disk_fd;		/* a partition's whole disk, held for its lock; or -1 */
+	struct stat st;		/* what was opened, for the check before writing */
+	bool write_checked;	/* the first write looked for a mount again */
 };
 
 static int file_fd(struct tlog_bdev *bdev)
@@ -66,9 +72,32 @@ static int file_readv(struct tlog_bdev *bdev, const struct iovec *iov, int iovcn
 	return 0;
 }
 
+/*
+ * The lock keeps other writers out but not the kernel: a loop mount of an
+ * image file ignores it.  A command may sit at a question for minutes
+ * after it opened the image, so the mount check runs again before the
+ * first byte is written.
+ */
+static int file_check_before_write(struct tlog_bdev *bdev)
+{
+	struct file_bdev *fb = bdev->priv;
+	char where[PATH_MAX];
+
+	if (fb->write_checked)
+		return 0;
+	fb->write_checked = true;
+	if (tlog_target_mounted(&fb->st, where, sizeof(where)))
+		return tlog_error(-EBUSY, "mounted on %s", where);
+	return 0;
+}
+
 static int file_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset)
 {
 	size_t done = 0;
+	int err = file_check_before_write(bdev);
+
+	if (err)
+		return err;
 
 	while (done < len) {
 		ssize_t ret = pwrite(file_fd(bdev), (const char *)buf + done,
@@ -99,8 +128,12 @@ static void file_readahead(struct tlog_bdev *bdev, u64 offset, u64 len)
 
 static void file_close(struct tlog_bdev *bdev)
 {
-	close(file_fd(bdev));
-	free(bdev->priv);
+	struct file_bdev *fb = bdev->priv;
+
+	close(fb->fd);
+	if (fb->disk_fd >= 0)
+		close(fb->disk_fd);
+	free(fb);
 }
 
 static const struct tlog_bdev_ops file_bdev_ops = {
@@ -112,67 +145,122 @@ static const struct tlog_bdev_ops file_bdev_ops = {
 	.close = file_close,
 };
 
+/* What a target that is neither a regular file nor a block device is. */
+static const char *file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode))
+		return "a character device";
+	return "not a regular file";
+}
+
+static int refuse_kind(const struct stat *st)
+{
+	return tlog_error(S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL,
+			  "%s, not a regular file or block device", file_kind(st->st_mode));
+}
+
+/*
+ * Open @path without blocking: a FIFO would wait for a writer forever.
+ * The type is checked on the name first (for the error) and on the fd
+ * again (the name may have been swapped in between).
+ */
+static int open_target(const char *path, int mode, struct stat *st)
+{
+	int flags = O_CLOEXEC | O_NONBLOCK;
+	char where[PATH_MAX];
+	int fd, err;
+
+	if (stat(path, st) < 0)
+		return tlog_error(-errno, "%s", strerror(errno));
+	if (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode))
+		return refuse_kind(st);
+	if (mode & TLOG_BDEV_RDWR) {
+		/* named before O_EXCL, whose EBUSY cannot say where */
+		if (tlog_target_mounted(st, where, sizeof(where)))
+			return tlog_error(-EBUSY, "mounted on %s", where);
+		flags |= O_RDWR | (S_ISBLK(st->st_mode) ? O_EXCL : 0);
+	} else {
+		flags |= O_RDONLY;
+	}
+	fd = open(path, flags);
+	if (fd < 0) {
+		err = -errno;
+		if (err == -EBUSY)
+			return tlog_error(err, "in use (held exclusively by the kernel or another program)");
+		return tlog_error(err, "%s", strerror(-err));
+	}
+	if (fstat(fd, st) < 0 || (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode)) ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		err = S_ISREG(st->st_mode) || S_ISBLK(st->st_mode) ?
+			tlog_error(-errno, "%s", strerror(errno)) : refuse_kind(st);
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int target_size(int fd, const struct stat *st, u64 *size)
+{
+	if (!S_ISBLK(st->st_mode)) {
+		*size = st->st_size;
+		return 0;
+	}
+	if (ioctl(fd, BLKGETSIZE64, size) < 0)
+		return tlog_error(-errno, "cannot get device size: %s", strerror(errno));
+	return 0;
+}
+
 int tlog_bdev_open_file(const char *path, int mode, struct tlog_bdev **ret)
 {
-	struct tlog_bdev *bdev;
+	struct tlog_bdev *bdev = NULL;
 	struct file_bdev *fb;
 	struct stat st;
 	int fd, err;
 
-	fd = open(path, (mode & TLOG_BDEV_RDWR ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	fd = open_target(path, mode, &st);
 	if (fd < 0)
-		return tlog_error(-errno, "%s", strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		err = -errno;
-		close(fd);
-		return tlog_error(err, "%s", strerror(-err));
-	}
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		close(fd);
-		return tlog_error(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
-				  "not a regular file or block device");
-	}
-	if (S_ISBLK(st.st_mode) && (mode & TLOG_BDEV_EXCL)) {
-		/* O_EXCL on a block device claims it: EBUSY while mounted or held */
-		int xfd = open(path, O_RDWR | O_EXCL | O_CLOEXEC);
-
-		if (xfd < 0) {
-			err = -errno;
-			close(fd);
-			return tlog_error(err, "%s", err == -EBUSY ?
-					  "device is busy (mounted or in use)" : strerror(-err));
-		}
-		close(fd);
-		fd = xfd;
-	}
-
-	bdev = calloc(1, sizeof(*bdev));
+		return fd;
 	fb = calloc(1, sizeof(*fb));
-	if (!bdev || !fb || !(bdev->name = strdup(path))) {
-		free(fb);
-		free(bdev);
+	if (!fb) {
 		close(fd);
 		return -ENOMEM;
 	}
 	fb->fd = fd;
+	fb->disk_fd = -1;
+	fb->st = st;
+	if (mode & TLOG_BDEV_RDWR) {
+		err = tlog_claim_fd(fd, path, &st, &fb->disk_fd);
+		if (err)
+			goto fail;
+	}
+	err = -ENOMEM;
+	bdev = calloc(1, sizeof(*bdev));
+	if (!bdev || !(bdev->name = strdup(path)))
+		goto fail;
 	bdev->priv = fb;
 	bdev->ops = &file_bdev_ops;
 	bdev->writable = mode & TLOG_BDEV_RDWR;
 	bdev->is_blockdev = S_ISBLK(st.st_mode);
-	if (bdev->is_blockdev) {
-		u64 size = 0;
-
-		if (ioctl(fd, BLKGETSIZE64, &size) < 0) {
-			err = -errno;
-			tlog_bdev_close(bdev);
-			return tlog_error(err, "cannot get device size: %s", strerror(-err));
-		}
-		bdev->size = size;
-	} else {
-		bdev->size = st.st_size;
+	err = target_size(fd, &st, &bdev->size);
+	if (err) {
+		tlog_bdev_close(bdev);
+		return err;
 	}
 	*ret = bdev;
 	return 0;
+fail:
+	free(bdev);
+	close(fb->fd);
+	if (fb->disk_fd >= 0)
+		close(fb->disk_fd);
+	free(fb);
+	return err;
 }
 
 void tlog_bdev_close(struct tlog_bdev *bdev)
@@ -223,6 +311,11 @@ int tlog_bdev_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 off
 {
 	if (!bdev->writable)
 		return tlog_error(-EROFS, "%s is open read-only", bdev->name);
+	/* the one guard between a damaged chunk map and bytes past the end */
+	if (offset > bdev->size || len > bdev->size - offset)
+		return tlog_error(-EIO, "write of %zu bytes at %llu is past the end of %s (%llu bytes)",
+				  len, (unsigned long long)offset, bdev->name,
+				  (unsigned long long)bdev->size);
 	bdev->nr_writes++;
 	bdev->bytes_written += len;
 	return bdev->ops->write(bdev, buf, len, offset);

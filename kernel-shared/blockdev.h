@@ -41,10 +41,14 @@ struct tlog_bdev {
 
 #define TLOG_BDEV_RDONLY	0
 #define TLOG_BDEV_RDWR		1
-/* Or'ed to RDWR: open a block device O_EXCL, which fails with EBUSY while mounted. */
-#define TLOG_BDEV_EXCL		2
 
-/* Open a regular file or block device.  Returns 0 or -errno. */
+/*
+ * Open a regular file or block device; anything else (a FIFO, a directory)
+ * is refused without blocking.  RDWR claims the target (claim.h): -EBUSY
+ * when it is mounted or held exclusively, -TLOG_ELOCKED when another
+ * process holds its lock.  Writes past the end of the target are refused
+ * with -EIO.  Returns 0 or -errno, with the reason in the error context.
+ */
 int tlog_bdev_open_file(const char *path, int mode, struct tlog_bdev **ret);
 void tlog_bdev_close(struct tlog_bdev *bdev);
 
