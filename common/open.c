@@ -6,6 +6,7 @@
 #include <blkid/blkid.h>
 
 #include "blockdev.h"
+#include "claim.h"
 #include "disk-io.h"
 #include "errctx.h"
 #include "messages.h"
@@ -36,13 +37,65 @@ int probe_signature(const char *path, char *buf, size_t size)
 	return ret;
 }
 
+/*
+ * A refused claim is said as what it is ("IMAGE is mounted on DIR", "IMAGE
+ * is in use (locked by another process)"), not as a failure to open.
+ * Returns false for other errors.
+ */
+static bool report_claim_error(const char *path, int err)
+{
+	const char *why = tlog_error_get();
+
+	if (err == -EBUSY && why && strncmp(why, "mounted on ", 11) == 0) {
+		error("%s is %s", path, why);
+		return true;
+	}
+	if (err == -EBUSY || err == -TLOG_ELOCKED) {
+		error("%s is in use (%s)", path, why ? why : strerror(-err));
+		return true;
+	}
+	return false;
+}
+
+int open_target_for_writing(const char *path, struct tlog_bdev **ret)
+{
+	int err;
+
+	tlog_error_clear();
+	err = tlog_bdev_open_file(path, TLOG_BDEV_RDWR, ret);
+	if (err && !report_claim_error(path, err))
+		error_errno(err, "cannot open %s", path);
+	return err;
+}
+
+/* What a reader should know about the image it is shown. */
+static void warn_image_state(const char *path, const struct tlog_fs *fs)
+{
+	if (fs->primary_damage[0])
+		warning("the primary superblock of %s is damaged (%s); using copy %d (generation %llu)",
+			path, fs->primary_damage, fs->super_mirror,
+			(unsigned long long)fs->generation);
+	if (fs->truncated)
+		warning("%s is %llu bytes, shorter than the %llu bytes its superblock records; reads past its end will fail",
+			path, (unsigned long long)fs->bdev->size,
+			(unsigned long long)btrfs_dev_item_total_bytes(&fs->super.dev_item));
+}
+
 int open_image(const char *path, const struct tlog_open_opts *opts, struct tlog_fs **ret)
 {
 	char found[64];
 	int err = tlog_open(path, opts, ret);
 
-	if (err == 0)
+	if (err == 0) {
+		warn_image_state(path, *ret);
 		return 0;
+	}
+	if (report_claim_error(path, err))
+		return err;
+	if (err == -EROFS && opts->writable) {
+		error_errno(err, "cannot write to %s", path);
+		return err;
+	}
 	if (err == -TLOG_ENOTBTRFS && probe_signature(path, found, sizeof(found)) == 0 &&
 	    strcmp(found, "btrfs") != 0) {
 		error("%s holds %s, not btrfs", path, found);
@@ -54,6 +107,23 @@ int open_image(const char *path, const struct tlog_open_opts *opts, struct tlog_
 	}
 	error_errno(err, "cannot open %s", path);
 	return err;
+}
+
+int report_no_log(const struct tlog_fs *fs, const char *path, bool writer)
+{
+	if (fs->super_mirror == 0) {
+		printf("%s has no log tree\n", path);
+		return 0;
+	}
+	/* only the primary records the log: a backup's silence means nothing */
+	if (writer) {
+		error("cannot tell whether %s has a log tree (superblock copy %d never records one; only the primary does)",
+		      path, fs->super_mirror);
+		return -ENOENT;
+	}
+	printf("%s: superblock copy %d records no log tree (only the primary does; it may hold one)\n",
+	       path, fs->super_mirror);
+	return 0;
 }
 
 int fault_from_env(int *mode, unsigned long long *nth)

@@ -13,10 +13,24 @@
 int open_image(const char *path, const struct tlog_open_opts *opts, struct tlog_fs **ret);
 
 /*
+ * Open @path for writing with no filesystem behind it yet (mkfs): claimed,
+ * see claim.h.  On failure prints one error line and returns -errno.
+ */
+struct tlog_bdev;
+int open_target_for_writing(const char *path, struct tlog_bdev **ret);
+
+/*
  * Name what libblkid finds on @path ("ext4", "xfs", "dos partition table"),
  * into @buf.  Returns 0 if something was found, -ENOENT otherwise.
  */
 int probe_signature(const char *path, char *buf, size_t size);
+
+/*
+ * Say that @fs has no log tree.  Only the primary superblock records a
+ * log, so on another copy that is unknown, not "no log": readers say so,
+ * writers (@writer) refuse with an error line and -ENOENT.  0 otherwise.
+ */
+int report_no_log(const struct tlog_fs *fs, const char *path, bool writer);
 
 /*
  * The testing aid TLOG_FAULT_INJECT=fail:N or drop:N: 0 and *@mode 0 when
