@@ -30,6 +30,51 @@ static bool is_power_of_2(u64 n)
 	return n && !(n & (n - 1));
 }
 
+/* Bytes each stripe of a chunk covers on its device. */
+static u64 chunk_stripe_size(u64 type, u64 length, u16 num_stripes, u16 sub_stripes)
+{
+	u64 profile = type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+
+	if (profile & BTRFS_BLOCK_GROUP_RAID0)
+		return length / num_stripes;
+	if ((profile & BTRFS_BLOCK_GROUP_RAID10) && sub_stripes)
+		return length * sub_stripes / num_stripes;
+	if ((profile & BTRFS_BLOCK_GROUP_RAID5) && num_stripes > 1)
+		return length / (num_stripes - 1);
+	if ((profile & BTRFS_BLOCK_GROUP_RAID6) && num_stripes > 2)
+		return length / (num_stripes - 2);
+	return length;	/* single, DUP and the mirrors: a whole copy each */
+}
+
+/*
+ * Every stripe on our device lies inside it, as the kernel's dev extent
+ * verification at mount demands: a chunk map that points past the end
+ * would send reads to nowhere and writes far beyond the image.
+ */
+static int check_chunk_stripes(struct tlog_fs *fs, u64 logical, const struct btrfs_chunk *chunk)
+{
+	u64 devid = btrfs_dev_item_devid(&fs->super.dev_item);
+	u64 dev_size = btrfs_dev_item_total_bytes(&fs->super.dev_item);
+	u16 num_stripes = btrfs_chunk_num_stripes(chunk);
+	u64 size = chunk_stripe_size(btrfs_chunk_type(chunk), btrfs_chunk_length(chunk),
+				     num_stripes, btrfs_chunk_sub_stripes(chunk));
+
+	for (int i = 0; i < num_stripes; i++) {
+		const struct btrfs_stripe *s = btrfs_chunk_stripe(chunk, i);
+		u64 physical = btrfs_stripe_offset(s);
+
+		if (btrfs_stripe_devid(s) != devid)
+			continue;
+		if (physical + size < physical || physical + size > dev_size)
+			return tlog_error(-EUCLEAN,
+					  "chunk at %llu: stripe %d [%llu, +%llu) is beyond the device end %llu",
+					  (unsigned long long)logical, i,
+					  (unsigned long long)physical, (unsigned long long)size,
+					  (unsigned long long)dev_size);
+	}
+	return 0;
+}
+
 /* What the kernel's chunk validation demands, minus multi-device rules. */
 static int check_chunk(struct tlog_fs *fs, u64 logical,
 		       const struct btrfs_chunk *chunk, u32 item_size)
@@ -87,7 +132,7 @@ static int check_chunk(struct tlog_fs *fs, u64 logical,
 		return tlog_error(-EUCLEAN, "chunk at %llu: %u stripes do not fit profile %s",
 				  (unsigned long long)logical, num_stripes,
 				  btrfs_bg_profile_name(type));
-	return 0;
+	return check_chunk_stripes(fs, logical, chunk);
 }
 
 static int map_cmp(const void *a, const void *b)

@@ -27,6 +27,7 @@
 #define META_LOGICAL	30408704ULL
 #define META_LEN	53673984ULL
 #define META_PHYS0	38797312ULL
+#define DEV_SIZE	(4096 * MiB)
 #define META_PHYS1	92471296ULL
 
 static struct tlog_fs *fs;
@@ -38,6 +39,7 @@ static void fs_setup(void)
 	fs->sectorsize = 4096;
 	fs->nodesize = 16384;
 	btrfs_set_dev_item_devid(&fs->super.dev_item, 1);
+	btrfs_set_dev_item_total_bytes(&fs->super.dev_item, DEV_SIZE);
 	chunk_map_init(&fs->chunks);
 }
 
@@ -325,6 +327,32 @@ Test(volumes, valid_single_accepted)
 	u32 size = valid_single(buf);
 
 	cr_assert_eq(add_chunk(DATA_LOGICAL, buf, size), 0);
+}
+
+/* A damaged chunk must never send a writer past the end of the image. */
+Test(volumes, reject_stripe_past_device_end)
+{
+	u8 buf[256];
+	u32 size = valid_single(buf);
+	struct btrfs_stripe *s = btrfs_chunk_stripe((struct btrfs_chunk *)buf, 0);
+
+	btrfs_set_stripe_offset(s, DEV_SIZE - DATA_LEN + 4096);
+	assert_rejected(buf, size, "a stripe ending past the device");
+	btrfs_set_stripe_offset(s, UINT64_MAX - 4095);
+	assert_rejected(buf, size, "a stripe whose end overflows");
+	btrfs_set_stripe_offset(s, DEV_SIZE - DATA_LEN);
+	cr_assert_eq(add_chunk(DATA_LOGICAL, buf, size), 0, "a stripe ending at the device end");
+}
+
+Test(volumes, reject_dup_copy_past_device_end)
+{
+	u8 buf[256];
+	u64 phys[] = { META_PHYS0, DEV_SIZE - META_LEN / 2 };
+	u32 size = make_chunk(buf, META_LEN,
+			      BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_DUP, 2, phys);
+
+	cr_assert_eq(add_chunk(META_LOGICAL, buf, size), -EUCLEAN);
+	cr_assert_eq(fs->chunks.nr, 0);
 }
 
 Test(volumes, reject_no_stripes)
