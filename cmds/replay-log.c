@@ -198,6 +198,11 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 	if (open_image(image, &opts, &fs))
 		return 1;
 	had_log = fs->log_root_tree != NULL;
+	if (!had_log && fs->super_mirror != 0) {
+		report_no_log(fs, image, true);
+		tlog_close(fs);
+		return 1;
+	}
 	if (!had_log) {
 		if (common.format == OUTPUT_JSON)
 			err = print_json(image, &st, dry_run, false);

@@ -71,9 +71,9 @@ static int cmd_zero_log(const struct cmd_struct *cmd, int argc, char **argv)
 	if (open_image(argv[optind], &opts, &fs))
 		return 1;
 	if (!fs->log_root_tree) {
-		printf("%s has no log tree\n", argv[optind]);
+		err = report_no_log(fs, argv[optind], true);
 		tlog_close(fs);
-		return 0;
+		return err ? 1 : 0;
 	}
 	tlog_error_clear();
 	err = btrfs_count_logged_inodes(fs, &inodes, &subvols);

@@ -49,7 +49,7 @@ struct btrfs_root {
 
 /* Options for opening an image. */
 struct tlog_open_opts {
-	int super_mirror;		/* -1: pick the newest valid copy */
+	int super_mirror;		/* -1: the primary, or the newest valid copy if it is damaged */
 	bool writable;
 	bool skip_chunk_tree;		/* dump-super: superblock only */
 	int fault_mode;			/* tests: TLOG_FAULT_* from the @fault_nth write */
@@ -60,6 +60,14 @@ struct tlog_fs {
 	struct tlog_bdev *bdev;
 	struct btrfs_super_block super;
 	int super_mirror;		/* which copy was loaded */
+	/*
+	 * Why the primary superblock was not used when another copy was
+	 * loaded in its place ("" otherwise).  Only the primary records a
+	 * log, so such an image's log is unknown, not absent.
+	 */
+	char primary_damage[160];
+	/* The image is shorter than the device size its superblock records. */
+	bool truncated;
 	u64 generation;
 	u32 nodesize;
 	u32 sectorsize;

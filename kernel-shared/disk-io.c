@@ -70,6 +70,35 @@ bool btrfs_super_csum_ok(const struct btrfs_super_block *sb)
 	return memcmp(csum, sb->csum, btrfs_csum_type_size(type)) == 0;
 }
 
+/*
+ * The device size decides where superblock copies go and where chunks may
+ * lie: a wrong one makes a writer skip copies it must write, or write
+ * past the image.  The kernel refuses a filesystem whose total_bytes is
+ * below its devices' sizes, and a device item that is used past its size.
+ */
+static int validate_super_sizes(const struct btrfs_super_block *sb)
+{
+	const struct btrfs_dev_item *dev = &sb->dev_item;
+	u64 dev_total = btrfs_dev_item_total_bytes(dev);
+
+	if (dev_total < BTRFS_SUPER_INFO_OFFSET + BTRFS_SUPER_INFO_SIZE)
+		return tlog_error(-EUCLEAN, "device size %llu (dev_item.total_bytes) cannot hold the superblock",
+				  (unsigned long long)dev_total);
+	if (btrfs_dev_item_bytes_used(dev) > dev_total)
+		return tlog_error(-EUCLEAN, "device uses %llu bytes of its %llu (dev_item)",
+				  (unsigned long long)btrfs_dev_item_bytes_used(dev),
+				  (unsigned long long)dev_total);
+	if (btrfs_super_block_total_bytes(sb) < dev_total)
+		return tlog_error(-EUCLEAN, "total_bytes %llu is below the device size %llu",
+				  (unsigned long long)btrfs_super_block_total_bytes(sb),
+				  (unsigned long long)dev_total);
+	if (btrfs_super_block_bytes_used(sb) > btrfs_super_block_total_bytes(sb))
+		return tlog_error(-EUCLEAN, "bytes_used %llu exceeds total_bytes %llu",
+				  (unsigned long long)btrfs_super_block_bytes_used(sb),
+				  (unsigned long long)btrfs_super_block_total_bytes(sb));
+	return 0;
+}
+
 int btrfs_validate_super(const struct btrfs_super_block *sb, int mirror)
 {
 	u32 sectorsize = btrfs_super_block_sectorsize(sb);
@@ -133,54 +162,79 @@ int btrfs_validate_super(const struct btrfs_super_block *sb, int mirror)
 		sb->metadata_uuid : sb->fsid;
 	if (memcmp(fsid, sb->dev_item.fsid, BTRFS_FSID_SIZE) != 0)
 		return tlog_error(-EUCLEAN, "dev_item fsid does not match the filesystem");
-	return 0;
+	return validate_super_sizes(sb);
 }
 
-int btrfs_load_super(struct tlog_bdev *bdev, int mirror,
-		     struct btrfs_super_block *sb, int *used)
+/* Read and validate copy @mirror; the reason of a failure is recorded. */
+static int load_super_copy(struct tlog_bdev *bdev, int mirror, struct btrfs_super_block *sb)
+{
+	int ret = btrfs_read_super_raw(bdev, mirror, sb);
+
+	if (ret == 0)
+		return btrfs_validate_super(sb, mirror);
+	if (ret == -TLOG_ENOTBTRFS)
+		return tlog_error(ret, "no btrfs magic");
+	if (ret == -ENOENT)
+		return tlog_error(ret, "superblock copy %d lies past the end of the device", mirror);
+	return ret;
+}
+
+/*
+ * The newest valid copy other than the primary, for an image whose
+ * primary is damaged.  Returns the copy or -1.
+ */
+static int load_backup_super(struct tlog_bdev *bdev, struct btrfs_super_block *sb)
 {
 	struct btrfs_super_block tmp;
-	int best = -1, first_err = 0;
 	u64 best_gen = 0;
-	char why[512] = "";
+	int best = -1;
 
-	if (bdev->size < BTRFS_SUPER_INFO_OFFSET + BTRFS_SUPER_INFO_SIZE)
-		return tlog_error(-TLOG_ENOTBTRFS,
-				  "image is too small to hold a superblock (%llu bytes)",
-				  (unsigned long long)bdev->size);
-
-	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX; i++) {
-		int ret;
-
-		if (mirror >= 0 && i != mirror)
+	for (int i = 1; i < BTRFS_SUPER_MIRROR_MAX; i++) {
+		if (load_super_copy(bdev, i, &tmp))
 			continue;
-		ret = btrfs_read_super_raw(bdev, i, &tmp);
-		if (ret == 0)
-			ret = btrfs_validate_super(&tmp, i);
-		else if (ret == -TLOG_ENOTBTRFS)
-			tlog_error_set("no btrfs magic");
-		else if (ret == -ENOENT)
-			tlog_error_set("superblock copy %d lies past the end of the device", i);
-		if (ret) {
-			if (!first_err) {
-				first_err = ret;
-				snprintf(why, sizeof(why), "%s",
-					 tlog_error_get() ? tlog_error_get() : "");
-			}
-			continue;
-		}
 		if (best < 0 || btrfs_super_block_generation(&tmp) > best_gen) {
 			best = i;
 			best_gen = btrfs_super_block_generation(&tmp);
 			memcpy(sb, &tmp, sizeof(tmp));
 		}
 	}
-	if (best < 0) {
-		if (mirror >= 0)
-			return tlog_error(first_err, "superblock copy %d: %s", mirror, why);
-		return tlog_error(first_err, "%s", why);
+	return best;
+}
+
+int btrfs_load_super(struct tlog_bdev *bdev, int mirror,
+		     struct btrfs_super_block *sb, int *used, char *damage, size_t size)
+{
+	char why[sizeof(((struct tlog_fs *)0)->primary_damage)];
+	int ret, backup;
+
+	if (damage && size)
+		damage[0] = '\0';
+	if (bdev->size < BTRFS_SUPER_INFO_OFFSET + BTRFS_SUPER_INFO_SIZE)
+		return tlog_error(-TLOG_ENOTBTRFS,
+				  "image is too small to hold a superblock (%llu bytes)",
+				  (unsigned long long)bdev->size);
+	if (mirror >= 0) {
+		ret = load_super_copy(bdev, mirror, sb);
+		if (ret)
+			return tlog_error_wrap(ret, mirror ? "superblock copy" : "primary superblock");
+		*used = mirror;
+		return 0;
 	}
-	*used = best;
+	/* the kernel reads the primary alone: it is the filesystem's word */
+	ret = load_super_copy(bdev, 0, sb);
+	if (ret == 0) {
+		*used = 0;
+		return 0;
+	}
+	snprintf(why, sizeof(why), "%s", tlog_error_get() ? tlog_error_get() : strerror(-ret));
+	/* no magic anywhere is a foreign image, not a damaged one */
+	backup = ret == -TLOG_ENOTBTRFS ? -1 : load_backup_super(bdev, sb);
+	if (backup < 0)
+		return tlog_error(ret, "%s", why);
+	if (damage)
+		snprintf(damage, size, "%s", why);
+	*used = backup;
+	tlog_error_clear();
 	return 0;
 }
 
@@ -649,18 +703,31 @@ int tlog_fs_create_memory(u32 nodesize, u32 sectorsize, u16 csum_type, struct tl
 	return 0;
 }
 
+/*
+ * Every copy that ends before the device's last byte is written, as the
+ * kernel writes them: a copy left behind would be found by a rescue tool
+ * with an older, valid-looking filesystem in it.  A copy the image is too
+ * short for is an error, never a quiet skip.
+ */
 int btrfs_write_all_supers(struct tlog_fs *fs)
 {
 	struct btrfs_super_block *sb = &fs->super;
 	u64 total = btrfs_dev_item_total_bytes(&sb->dev_item);
 	int err = 0;
 
+	if (total < BTRFS_SUPER_INFO_OFFSET + BTRFS_SUPER_INFO_SIZE)
+		return tlog_error(-EUCLEAN, "device size %llu leaves no room for the superblock",
+				  (unsigned long long)total);
 	for (int mirror = 0; mirror < BTRFS_SUPER_MIRROR_MAX; mirror++) {
 		u64 off = btrfs_sb_offset(mirror);
 
-		/* as the kernel: a copy must end before the device's last byte */
-		if (off + BTRFS_SUPER_INFO_SIZE >= total || off + BTRFS_SUPER_INFO_SIZE > fs->bdev->size)
+		if (off + BTRFS_SUPER_INFO_SIZE >= total && mirror > 0)
 			break;
+		if (off + BTRFS_SUPER_INFO_SIZE > fs->bdev->size) {
+			err = tlog_error(-EIO, "superblock copy %d at %llu lies past the end of %s",
+					 mirror, (unsigned long long)off, fs->bdev->name);
+			break;
+		}
 		btrfs_set_super_block_bytenr(sb, off);
 		btrfs_csum_data(fs->csum_type, (u8 *)sb + BTRFS_CSUM_SIZE,
 				BTRFS_SUPER_INFO_SIZE - BTRFS_CSUM_SIZE, sb->csum);
@@ -790,6 +857,29 @@ static int setup_tree_roots(struct tlog_fs *fs)
 	return 0;
 }
 
+/*
+ * Writers work on the image as the kernel would mount it.  One that is
+ * shorter than its device size (a cut-off copy) would be grown by the
+ * first write near its end; one whose primary superblock is damaged would
+ * have a backup copy, which never records the log, written over every
+ * copy.  Readers only get told (fs->truncated, fs->primary_damage).
+ */
+static int check_image_size(struct tlog_fs *fs, const struct tlog_open_opts *opts)
+{
+	u64 dev_size = btrfs_dev_item_total_bytes(&fs->super.dev_item);
+
+	fs->truncated = fs->bdev->size < dev_size;
+	if (!opts->writable)
+		return 0;
+	if (fs->primary_damage[0] && opts->super_mirror < 0)
+		return tlog_error(-EROFS, "the primary superblock is damaged: %s; writing from copy %d needs it chosen explicitly (--super %d)",
+				  fs->primary_damage, fs->super_mirror, fs->super_mirror);
+	if (fs->truncated)
+		return tlog_error(-EROFS, "the image is %llu bytes, shorter than the %llu bytes of its device item: truncated",
+				  (unsigned long long)fs->bdev->size, (unsigned long long)dev_size);
+	return 0;
+}
+
 int tlog_open(const char *path, const struct tlog_open_opts *opts, struct tlog_fs **ret)
 {
 	struct tlog_fs *fs;
@@ -809,7 +899,11 @@ int tlog_open(const char *path, const struct tlog_open_opts *opts, struct tlog_f
 		err = tlog_bdev_wrap_fault(fs->bdev, opts->fault_mode, opts->fault_nth, &fs->bdev);
 	if (err)
 		goto fail;
-	err = btrfs_load_super(fs->bdev, opts->super_mirror, &fs->super, &fs->super_mirror);
+	err = btrfs_load_super(fs->bdev, opts->super_mirror, &fs->super, &fs->super_mirror,
+			       fs->primary_damage, sizeof(fs->primary_damage));
+	if (err)
+		goto fail;
+	err = check_image_size(fs, opts);
 	if (err)
 		goto fail;
 	err = setup_fs_from_super(fs);

@@ -26,11 +26,13 @@ bool btrfs_super_csum_ok(const struct btrfs_super_block *sb);
  */
 int btrfs_validate_super(const struct btrfs_super_block *sb, int mirror);
 /*
- * Pick the superblock to use: @mirror >= 0 forces one, -1 takes the valid
- * copy with the highest generation.  Sets *@used to the copy chosen.
+ * Pick the superblock to use: @mirror >= 0 forces one; -1 takes the
+ * primary, as the kernel does, and only when it is damaged the newest
+ * valid other copy, saying why into @damage (@size bytes; may be NULL).
+ * Sets *@used to the copy chosen.
  */
 int btrfs_load_super(struct tlog_bdev *bdev, int mirror,
-		     struct btrfs_super_block *sb, int *used);
+		     struct btrfs_super_block *sb, int *used, char *damage, size_t size);
 
 /*
  * Write fs->super to every copy that fits the device, each with its own
