@@ -373,6 +373,8 @@ void tlog_close(struct tlog_fs *fs);
  * it.
  */
 int btrfs_read_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
+/* The same for a caller to whom absence is an answer: -ENOENT, nothing recorded. */
+int btrfs_find_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
 /* Root of the log tree for subvolume @objectid, or -ENOENT. */
 int btrfs_read_log_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
 

@@ -582,9 +582,11 @@ void btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *nod
 {
 	u32 nritems = btrfs_header_nritems_eb(node);
 	struct prefetch_block blocks[PREFETCH_MAX_BLOCKS];
+	struct tlog_errsave saved;
 	u8 *gap = NULL;
 	int nr = 0;
 
+	tlog_error_save(&saved);
 	for (u32 i = slot; i < nritems && nr < PREFETCH_MAX_BLOCKS; i++) {
 		u64 bytenr = btrfs_node_blockptr(node, i), phys;
 		struct btrfs_key key;
@@ -623,7 +625,7 @@ void btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *nod
 	free(gap);
 	eb_cache_shrink(&fs->cache);
 	/* failures here are not the caller's: the real reads report them */
-	tlog_error_clear();
+	tlog_error_restore(&saved);
 }
 
 void btrfs_forget_tree_block(struct tlog_fs *fs, u64 bytenr)
@@ -872,7 +874,7 @@ static int check_image_size(struct tlog_fs *fs, const struct tlog_open_opts *opt
 	if (!opts->writable)
 		return 0;
 	if (fs->primary_damage[0] && opts->super_mirror < 0)
-		return tlog_error(-EROFS, "the primary superblock is damaged: %s; writing from copy %d needs it chosen explicitly (--super %d)",
+		return tlog_error(-EROFS, "the primary superblock is damaged: %s; choose copy %d with --super %d to write from it",
 				  fs->primary_damage, fs->super_mirror, fs->super_mirror);
 	if (fs->truncated)
 		return tlog_error(-EROFS, "the image is %llu bytes, shorter than the %llu bytes of its device item: truncated",

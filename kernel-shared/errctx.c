@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "errctx.h"
 
-static _Thread_local char errmsg[512];
+static _Thread_local char errmsg[sizeof(((struct tlog_errsave *)0)->msg)];
 static _Thread_local bool errset;
 
 void tlog_error_set(const char *fmt, ...)
@@ -47,4 +48,16 @@ int tlog_error_wrap(int err, const char *prefix)
 		return tlog_error(err, "%s", prefix);
 	snprintf(old, sizeof(old), "%s", errmsg);
 	return tlog_error(err, "%s: %s", prefix, old);
+}
+
+void tlog_error_save(struct tlog_errsave *save)
+{
+	save->set = errset;
+	memcpy(save->msg, errmsg, sizeof(save->msg));
+}
+
+void tlog_error_restore(const struct tlog_errsave *save)
+{
+	errset = save->set;
+	memcpy(errmsg, save->msg, sizeof(errmsg));
 }

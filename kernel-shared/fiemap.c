@@ -374,6 +374,7 @@ int tlog_file_fiemap(struct tlog_file *file, struct tlog_fiemap_request *req,
 {
 	struct fiemap_sink sink = { .ext = extents, .cap = req->extent_count };
 
+	tlog_error_clear();
 	req->mapped_extents = 0;
 	return fiemap_run(file, req, &sink, req->extent_count > 0);
 }
@@ -385,6 +386,7 @@ int tlog_file_fiemap_all(struct tlog_file *file, u64 start, u64 length,
 	struct fiemap_sink sink = { .grow = true };
 	int err;
 
+	tlog_error_clear();
 	err = fiemap_run(file, &req, &sink, true);
 	if (err) {
 		free(sink.ext);

@@ -443,6 +443,7 @@ ssize_t tlog_file_pread(struct tlog_file *file, void *buf, size_t len, u64 offse
 	u64 pos = offset, end;
 	int ret;
 
+	tlog_error_clear();
 	if (offset >= file->size || len == 0)
 		return 0;
 	if (len > SSIZE_MAX)
@@ -631,6 +632,7 @@ int tlog_file_verify(struct tlog_file *file, u64 *bad_offset)
 	u8 *buf;
 	int ret;
 
+	tlog_error_clear();
 	if (btrfs_inode_item_flags(&file->inode) & BTRFS_INODE_NODATASUM)
 		return 0;
 	ret = btrfs_read_root(file->fs, BTRFS_CSUM_TREE_OBJECTID, &cc.root);

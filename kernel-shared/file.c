@@ -25,6 +25,7 @@ int tlog_file_open(struct tlog_fs *fs, struct btrfs_root *root, u64 ino,
 	struct tlog_file *file = calloc(1, sizeof(*file));
 	int err;
 
+	tlog_error_clear();
 	if (!file)
 		return -ENOMEM;
 	file->fs = fs;

@@ -18,7 +18,7 @@ static void fill_empty_subvol_dir(struct btrfs_inode_item *inode)
 	btrfs_set_inode_item_nlink(inode, 1);
 }
 
-int btrfs_read_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *ret)
+int btrfs_lookup_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *ret)
 {
 	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
 	struct btrfs_path path;
@@ -38,11 +38,20 @@ int btrfs_read_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *
 		else
 			memcpy(ret, btrfs_item_ptr(path.nodes[0], path.slots[0]), sizeof(*ret));
 	} else if (err > 0) {
-		err = tlog_error(-ENOENT, "inode %llu not found in tree %llu",
-				 (unsigned long long)ino,
-				 (unsigned long long)root->root_key.objectid);
+		err = -ENOENT;	/* an answer, not an error: nothing recorded */
 	}
 	btrfs_release_path(&path);
+	return err;
+}
+
+int btrfs_read_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *ret)
+{
+	int err = btrfs_lookup_inode(root, ino, ret);
+
+	if (err == -ENOENT)
+		return tlog_error(-ENOENT, "inode %llu not found in tree %llu",
+				  (unsigned long long)ino,
+				  (unsigned long long)root->root_key.objectid);
 	return err;
 }
 
@@ -138,6 +147,7 @@ int btrfs_iterate_dir(struct btrfs_root *root, u64 dir,
 	struct btrfs_tree_iter iter;
 	int ret = 0;
 
+	tlog_error_clear();
 	btrfs_for_each_item(root, &iter, &min, &max) {
 		ret = btrfs_for_each_dir_entry(iter.leaf, iter.slot, fn, arg);
 		if (ret)
@@ -268,6 +278,7 @@ int tlog_resolve_path(struct tlog_fs *fs, struct btrfs_root *start, const char *
 	const char *p = path;
 	int err;
 
+	tlog_error_clear();
 	if (!start) {
 		err = btrfs_read_root(fs, BTRFS_FS_TREE_OBJECTID, &start);
 		if (err)
@@ -366,6 +377,7 @@ int btrfs_read_symlink(struct btrfs_root *root, u64 ino, char *buf, size_t size)
 	u32 item_size;
 	int ret, len;
 
+	tlog_error_clear();
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot(root, &key, &path);
 	if (ret) {

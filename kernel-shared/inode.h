@@ -31,6 +31,8 @@ struct tlog_dir_entry {
  * are the time of lookup on a live system, left zero here).
  */
 int btrfs_read_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *ret);
+/* The same for a caller to whom absence is an answer: -ENOENT, nothing recorded. */
+int btrfs_lookup_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *ret);
 
 /*
  * Walk the entries packed in one DIR_ITEM / DIR_INDEX / XATTR_ITEM item,

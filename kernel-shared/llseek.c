@@ -72,6 +72,7 @@ static int seek_hole(struct tlog_file *file, u64 offset, u64 *ret)
 
 int tlog_file_seek(struct tlog_file *file, s64 offset, int whence, u64 *ret)
 {
+	tlog_error_clear();
 	if (whence != TLOG_SEEK_DATA && whence != TLOG_SEEK_HOLE)
 		return -EINVAL;
 	if (offset < 0) {

@@ -1257,6 +1257,7 @@ int tlog_mkfs(struct tlog_bdev *bdev, const struct tlog_mkfs_cfg *cfg,
 	struct mk_ctx *c;
 	int ret;
 
+	tlog_error_clear();
 	memset(res, 0, sizeof(*res));
 	ret = tlog_mkfs_check_cfg(cfg);
 	if (ret)

@@ -84,14 +84,13 @@ static int lookup_root_item(struct tlog_fs *fs, u64 objectid, struct btrfs_root 
 		if (!*ret)
 			err = add_root_from_item(fs, path.nodes[0], path.slots[0], &key, ret);
 	} else if (err > 0) {
-		err = tlog_error(-ENOENT, "tree %llu does not exist",
-				 (unsigned long long)objectid);
+		err = -ENOENT;
 	}
 	btrfs_release_path(&path);
 	return err;
 }
 
-int btrfs_read_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
+int btrfs_find_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
 {
 	if (objectid == BTRFS_ROOT_TREE_OBJECTID) {
 		*ret = fs->tree_root;
@@ -103,11 +102,22 @@ int btrfs_read_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
 	}
 	if (objectid == BTRFS_TREE_LOG_OBJECTID) {
 		if (!fs->log_root_tree)
-			return tlog_error(-ENOENT, "the filesystem has no log tree");
+			return -ENOENT;
 		*ret = fs->log_root_tree;
 		return 0;
 	}
 	return lookup_root_item(fs, objectid, ret);
+}
+
+int btrfs_read_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
+{
+	int err = btrfs_find_root(fs, objectid, ret);
+
+	if (err != -ENOENT)
+		return err;
+	if (objectid == BTRFS_TREE_LOG_OBJECTID)
+		return tlog_error(-ENOENT, "the filesystem has no log tree");
+	return tlog_error(-ENOENT, "tree %llu does not exist", (unsigned long long)objectid);
 }
 
 int btrfs_read_log_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)

@@ -600,7 +600,7 @@ static u64 root_bytenr_of(struct tlog_fs *fs, u64 objectid, u64 *gen, u8 *level)
 {
 	struct btrfs_root *root;
 
-	if (btrfs_read_root(fs, objectid, &root)) {
+	if (btrfs_find_root(fs, objectid, &root)) {
 		*gen = 0;
 		*level = 0;
 		return 0;

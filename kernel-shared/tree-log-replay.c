@@ -482,7 +482,7 @@ static int overwrite_inode_item(struct replay *rp, const struct btrfs_key *key,
 	bool changed;
 	int ret;
 
-	ret = btrfs_read_inode(rp->root, key->objectid, &cur);
+	ret = btrfs_lookup_inode(rp->root, key->objectid, &cur);
 	if (ret && ret != -ENOENT)
 		return ret;
 	if (ret == 0) {
@@ -858,7 +858,7 @@ static int replay_inode_ref(struct replay *rp, const struct extent_buffer *leaf,
 	if (ret)
 		return ret;
 	/* a parent that was not logged and is gone: the fixup sorts it out */
-	if (nr == 0 || btrfs_read_inode(rp->root, names[0].parent, &dir_ii) == -ENOENT) {
+	if (nr == 0 || btrfs_lookup_inode(rp->root, names[0].parent, &dir_ii) == -ENOENT) {
 		free(names);
 		return 0;
 	}
@@ -868,7 +868,7 @@ static int replay_inode_ref(struct replay *rp, const struct extent_buffer *leaf,
 	ftype = btrfs_mode_to_ftype(btrfs_inode_item_mode(&ii));
 	for (int i = 0; i < nr; i++) {
 		if (i && key->type == BTRFS_INODE_EXTREF_KEY &&
-		    btrfs_read_inode(rp->root, names[i].parent, &dir_ii) == -ENOENT)
+		    btrfs_lookup_inode(rp->root, names[i].parent, &dir_ii) == -ENOENT)
 			continue;
 		ret = add_one_ref_name(rp, key->objectid, &names[i], ftype);
 		if (ret == 1) {
@@ -1330,11 +1330,9 @@ static int request_qgroup_rescan(struct replay *rp)
 	struct btrfs_path path;
 	int ret;
 
-	ret = btrfs_read_root(rp->fs, BTRFS_QUOTA_TREE_OBJECTID, &quota);
-	if (ret == -ENOENT) {
-		tlog_error_clear();
+	ret = btrfs_find_root(rp->fs, BTRFS_QUOTA_TREE_OBJECTID, &quota);
+	if (ret == -ENOENT)
 		return 0;	/* quotas are off */
-	}
 	if (ret)
 		return ret;
 	btrfs_init_path(&path);
@@ -1365,6 +1363,7 @@ int btrfs_replay_log(struct tlog_trans *trans, struct tlog_replay_stats *stats)
 	size_t nr;
 	int ret;
 
+	tlog_error_clear();
 	if (!fs->log_root_tree)
 		return 0;
 	ret = logged_subvols(fs, &ids, &nr);
@@ -1375,10 +1374,9 @@ int btrfs_replay_log(struct tlog_trans *trans, struct tlog_replay_stats *stats)
 		stats->log_blocks = blocks;
 	for (rp.stage = REPLAY_INODES; !ret && rp.stage <= REPLAY_ALL; rp.stage++) {
 		for (size_t i = 0; !ret && i < nr; i++) {
-			ret = btrfs_read_root(fs, ids[i], &rp.root);
+			ret = btrfs_find_root(fs, ids[i], &rp.root);
 			if (ret == -ENOENT) {
 				/* a deleted subvolume: its log is dropped, as the kernel does */
-				tlog_error_clear();
 				if (stats && rp.stage == REPLAY_INODES)
 					stats->subvols_skipped++;
 				ret = 0;
@@ -1407,6 +1405,7 @@ int tlog_apply_log_overlay(struct tlog_fs *fs)
 	struct tlog_trans *trans;
 	int ret;
 
+	tlog_error_clear();
 	if (!fs->log_root_tree || fs->overlay)
 		return 0;
 	ret = tlog_trans_start_flags(fs, TLOG_TRANS_LOG_REPLAY | TLOG_TRANS_IN_MEMORY, &trans);

@@ -33,6 +33,7 @@ int btrfs_count_logged_inodes(struct tlog_fs *fs, u64 *inodes, u64 *subvols)
 	size_t nr = 0;
 	int err = 0;
 
+	tlog_error_clear();
 	*inodes = 0;
 	*subvols = 0;
 	if (!fs->log_root_tree)
@@ -59,6 +60,7 @@ int btrfs_discard_log(struct tlog_fs *fs)
 {
 	int err;
 
+	tlog_error_clear();
 	if (!fs->bdev->writable)
 		return tlog_error(-EROFS, "the image is open read-only");
 	if (!btrfs_super_block_log_root(&fs->super))
