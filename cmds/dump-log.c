@@ -713,6 +713,11 @@ static int cmd_dump_log(const struct cmd_struct *cmd, int argc, char **argv)
 	opts.super_mirror = common.super_mirror;
 	if (open_image(argv[optind], &opts, &fs))
 		return 1;
+	if (!fs->log_root_tree && fs->super_mirror != 0 && common.format != OUTPUT_JSON) {
+		report_no_log(fs, argv[optind], false);
+		tlog_close(fs);
+		return 0;
+	}
 	tlog_error_clear();
 	top = describe_log(fs);
 	if (!top) {

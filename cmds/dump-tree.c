@@ -417,7 +417,9 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 			dump_block(&ctx, blocks[i], -1, 0, ctx.follow);
 		}
 	} else if (have_tree && tree == BTRFS_TREE_LOG_OBJECTID) {
-		if (!ctx.fs->log_root_tree && !ctx.json)
+		if (!ctx.fs->log_root_tree && !ctx.json && ctx.fs->super_mirror != 0)
+			report_no_log(ctx.fs, argv[optind], false);
+		else if (!ctx.fs->log_root_tree && !ctx.json)
 			printf("no log tree\n");
 		dump_log(&ctx, true, true);
 	} else if (have_tree) {
