@@ -272,12 +272,25 @@ void tlog_bdev_close(struct tlog_bdev *bdev)
 	free(bdev);
 }
 
-int tlog_bdev_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
+/*
+ * Every I/O lies inside the device.  For writes this is the one guard
+ * between a damaged chunk map and bytes far past the end of an image.
+ */
+static int check_range(const struct tlog_bdev *bdev, const char *what, size_t len, u64 offset)
 {
 	if (offset > bdev->size || len > bdev->size - offset)
-		return tlog_error(-EIO, "read of %zu bytes at %llu is past the end of %s (%llu bytes)",
-				  len, (unsigned long long)offset, bdev->name,
+		return tlog_error(-EIO, "%s of %zu bytes at %llu is past the end of %s (%llu bytes)",
+				  what, len, (unsigned long long)offset, bdev->name,
 				  (unsigned long long)bdev->size);
+	return 0;
+}
+
+int tlog_bdev_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
+{
+	int ret = check_range(bdev, "read", len, offset);
+
+	if (ret)
+		return ret;
 	bdev->nr_reads++;
 	bdev->bytes_read += len;
 	return bdev->ops->read(bdev, buf, len, offset);
@@ -286,17 +299,16 @@ int tlog_bdev_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
 int tlog_bdev_readv(struct tlog_bdev *bdev, const struct iovec *iov, int iovcnt, u64 offset)
 {
 	size_t total = 0;
+	int ret;
 
 	for (int i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
-	if (offset > bdev->size || total > bdev->size - offset)
-		return tlog_error(-EIO, "read of %zu bytes at %llu is past the end of %s (%llu bytes)",
-				  total, (unsigned long long)offset, bdev->name,
-				  (unsigned long long)bdev->size);
+	ret = check_range(bdev, "read", total, offset);
+	if (ret)
+		return ret;
 	if (!bdev->ops->readv) {
 		for (int i = 0; i < iovcnt; offset += iov[i].iov_len, i++) {
-			int ret = tlog_bdev_read(bdev, iov[i].iov_base, iov[i].iov_len, offset);
-
+			ret = tlog_bdev_read(bdev, iov[i].iov_base, iov[i].iov_len, offset);
 			if (ret)
 				return ret;
 		}
@@ -309,13 +321,13 @@ int tlog_bdev_readv(struct tlog_bdev *bdev, const struct iovec *iov, int iovcnt,
 
 int tlog_bdev_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset)
 {
+	int ret;
+
 	if (!bdev->writable)
 		return tlog_error(-EROFS, "%s is open read-only", bdev->name);
-	/* the one guard between a damaged chunk map and bytes past the end */
-	if (offset > bdev->size || len > bdev->size - offset)
-		return tlog_error(-EIO, "write of %zu bytes at %llu is past the end of %s (%llu bytes)",
-				  len, (unsigned long long)offset, bdev->name,
-				  (unsigned long long)bdev->size);
+	ret = check_range(bdev, "write", len, offset);
+	if (ret)
+		return ret;
 	bdev->nr_writes++;
 	bdev->bytes_written += len;
 	return bdev->ops->write(bdev, buf, len, offset);
