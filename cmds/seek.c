@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -107,7 +106,8 @@ static int seek_walk(struct tlog_file *file, u64 offset, unsigned int want,
 	if (!o->json)
 		printf(o->startflag ? "Whence\tStart\tResult\n" : "Whence\tResult\n");
 
-	for (int n = 0; want & (WANT_DATA | WANT_HOLE); n++) {
+	/* after a write error the rest would be lost: the dispatcher reports it */
+	for (int n = 0; (want & (WANT_DATA | WANT_HOLE)) && !output_failed(); n++) {
 		unsigned int mask = cur ? WANT_HOLE : WANT_DATA;
 
 		if (err) {
@@ -148,7 +148,8 @@ static int seek_map_json(struct tlog_file *file, u64 offset)
 	outbuf_lit(&ob, "{\"size\":");
 	outbuf_u64(&ob, file->size);
 	outbuf_lit(&ob, ",\"map\":[");
-	for (;;) {
+	/* a failed write ends the walk: what follows would be lost too */
+	while (!ob.err) {
 		err = do_seek(file, pos, TLOG_SEEK_DATA, &data);
 		if (err == -ENXIO)
 			break;
@@ -170,7 +171,7 @@ static int seek_map_json(struct tlog_file *file, u64 offset)
 	outbuf_lit(&ob, "]}\n");
 	err = outbuf_flush(&ob);
 	if (err)
-		error("cannot write the map (%s)", strerror(-err));
+		output_error(err);
 	return err;
 }
 
@@ -252,8 +253,6 @@ static int cmd_seek(const struct cmd_struct *cmd, int argc, char **argv)
 		}
 	}
 	if (err)
-		ret = 1;
-	if (fflush(stdout) == EOF)
 		ret = 1;
 	tlog_file_close(file);
 	tlog_close(fs);
