@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "errctx.h"
+#include "json-writer.h"
 #include "messages.h"
 #include "open.h"
 #include "outbuf.h"
@@ -41,8 +42,35 @@ static const char * const seek_usage[] = {
 struct seek_out {
 	bool json;
 	bool startflag;
-	json_object *results;
+	u64 size;		/* of the file, the JSON document's first member */
+	/*
+	 * -r lists every extent: the JSON results are streamed, the document
+	 * begun with the first of them so that an early error prints nothing.
+	 */
+	struct json_writer jw;
+	bool jstarted;
 };
+
+static void begin_json_results(struct seek_out *o)
+{
+	if (o->jstarted)
+		return;
+	jsonw_init(&o->jw, stdout);
+	jsonw_start_object(&o->jw);
+	jsonw_u64_field(&o->jw, "size", o->size);
+	jsonw_name(&o->jw, "results");
+	jsonw_start_array(&o->jw);
+	o->jstarted = true;
+}
+
+/* After a successful walk; a failed one leaves the document unfinished. */
+static void end_json_results(struct seek_out *o)
+{
+	begin_json_results(o);
+	jsonw_end_array(&o->jw);
+	jsonw_end_object(&o->jw);
+	jsonw_end(&o->jw);
+}
 
 /* One result line; @err is 0 or -ENXIO. */
 static void emit(struct seek_out *o, const char *type, u64 start, u64 result, int err)
@@ -54,7 +82,8 @@ static void emit(struct seek_out *o, const char *type, u64 start, u64 result, in
 		if (o->startflag)
 			json_add_u64(r, "start", start);
 		json_object_object_add(r, "offset", err ? NULL : json_object_new_uint64(result));
-		json_object_array_add(o->results, r);
+		begin_json_results(o);
+		jsonw_json(&o->jw, r);
 		return;
 	}
 	if (o->startflag && err)
@@ -238,19 +267,10 @@ static int cmd_seek(const struct cmd_struct *cmd, int argc, char **argv)
 	if (o.json && (want & WANT_ALL) && (want & WANT_DATA) && (want & WANT_HOLE)) {
 		err = seek_map_json(file, offset);
 	} else {
-		if (o.json)
-			o.results = json_object_new_array();
+		o.size = file->size;
 		err = seek_walk(file, offset, want, &o);
-		if (o.json) {
-			json_object *top = json_object_new_object();
-
-			json_add_u64(top, "size", file->size);
-			json_object_object_add(top, "results", o.results);
-			if (err == 0)
-				err = output_json(top);
-			else
-				json_object_put(top);
-		}
+		if (o.json && !err)
+			end_json_results(&o);
 	}
 	if (err)
 		ret = 1;
