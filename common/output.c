@@ -18,20 +18,28 @@ int output_format_parse(const char *s, enum output_format *ret)
 	return 0;
 }
 
+/* Set once the output error is on stderr: a second one would say nothing new. */
+static bool output_error_reported;
+
 int output_json(json_object *obj)
 {
 	const char *s = json_object_to_json_string_ext(obj,
 			JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 	int ret = 0;
 
-	if (fputs(s, stdout) == EOF || fputc('\n', stdout) == EOF)
-		ret = -EIO;
+	/*
+	 * A document longer than the stdio buffer is written straight away
+	 * and, failing, leaves nothing for the final flush to retry: only
+	 * here is the reason known.
+	 */
+	errno = 0;
+	if (fputs(s, stdout) == EOF || fputc('\n', stdout) == EOF) {
+		ret = errno ? -errno : -EIO;
+		output_error(ret);
+	}
 	json_object_put(obj);
 	return ret;
 }
-
-/* Set once the output error is on stderr: a second one would say nothing new. */
-static bool output_error_reported;
 
 void output_error(int err)
 {

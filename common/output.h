@@ -15,7 +15,10 @@ enum output_format {
 
 int output_format_parse(const char *s, enum output_format *ret);
 
-/* Print @obj on stdout followed by a newline and release it.  0 or -EIO. */
+/*
+ * Print @obj on stdout followed by a newline and release it.  Returns 0 or
+ * the -errno of a failed write, which is reported (output_error).
+ */
 int output_json(json_object *obj);
 
 /*
