@@ -75,7 +75,7 @@ static int cat_file(struct tlog_file *file, int fd, const char *path, const char
 		err = write_all(fd, buf, n);
 		if (err) {
 			if (err != -EPIPE)
-				error("cannot write to standard output (%s)", strerror(-err));
+				output_error(err);
 			break;
 		}
 		pos += n;

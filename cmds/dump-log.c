@@ -728,8 +728,6 @@ static int cmd_dump_log(const struct cmd_struct *cmd, int argc, char **argv)
 	} else {
 		print_text(top);
 		json_object_put(top);
-		if (fflush(stdout) || ferror(stdout))
-			ret = 1;
 	}
 	tlog_close(fs);
 	return ret;

@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "disk-io.h"
 #include "errctx.h"
+#include "json-writer.h"
 #include "messages.h"
 #include "open.h"
 #include "print-tree.h"
@@ -48,8 +49,12 @@ struct dump_ctx {
 	bool json;
 	bool follow;
 	bool roots_only;
-	json_object *jtrees;	/* array of trees (json) */
-	json_object *jblocks;	/* blocks of the tree being dumped (json) */
+	/*
+	 * JSON goes out block by block: {"trees":[{..., "blocks":[...]}, ...]}
+	 * with the tree being dumped left open until the next one begins.
+	 */
+	struct json_writer jw;
+	bool jtree_open;
 	int errors;
 	/* blocks already printed in this tree, to refuse cycles and sharing */
 	u64 *seen;
@@ -88,7 +93,7 @@ static bool block_seen(struct dump_ctx *ctx, u64 bytenr)
 static void emit_block(struct dump_ctx *ctx, const struct extent_buffer *eb)
 {
 	if (ctx->json)
-		json_object_array_add(ctx->jblocks, btrfs_tree_block_to_json(ctx->fs, eb));
+		jsonw_json(&ctx->jw, btrfs_tree_block_to_json(ctx->fs, eb));
 	else
 		btrfs_print_tree_block(stdout, ctx->fs, eb);
 }
@@ -107,6 +112,9 @@ static void dump_block(struct dump_ctx *ctx, u64 bytenr, int level, u64 gen,
 	struct extent_buffer *eb;
 	int err;
 
+	/* the rest would be lost too: the dispatcher reports the write error */
+	if (output_failed())
+		return;
 	if (block_seen(ctx, bytenr)) {
 		fflush(stdout);
 		error("tree block %llu is referenced more than once in this tree",
@@ -131,6 +139,60 @@ static void dump_block(struct dump_ctx *ctx, u64 bytenr, int level, u64 gen,
 	free_extent_buffer(eb);
 }
 
+/* Close the "blocks" array and the object of the tree dumped last. */
+static void end_json_tree(struct dump_ctx *ctx)
+{
+	if (!ctx->jtree_open)
+		return;
+	jsonw_end_array(&ctx->jw);
+	jsonw_end_object(&ctx->jw);
+	ctx->jtree_open = false;
+}
+
+static void begin_json_tree(struct dump_ctx *ctx, const char *heading,
+			    const struct btrfs_key *key, u64 objectid)
+{
+	struct json_writer *jw = &ctx->jw;
+
+	end_json_tree(ctx);
+	jsonw_start_object(jw);
+	jsonw_string_field(jw, "name", heading);
+	jsonw_u64_field(jw, "objectid", objectid);
+	if (key) {
+		jsonw_name(jw, "key");
+		jsonw_start_object(jw);
+		jsonw_u64_field(jw, "objectid", key->objectid);
+		jsonw_u64_field(jw, "type", key->type);
+		jsonw_u64_field(jw, "offset", key->offset);
+		jsonw_end_object(jw);
+	}
+	jsonw_name(jw, "blocks");
+	jsonw_start_array(jw);
+	ctx->jtree_open = true;
+}
+
+/* {"trees":[ ... */
+static void begin_json(struct dump_ctx *ctx)
+{
+	jsonw_init(&ctx->jw, stdout);
+	jsonw_start_object(&ctx->jw);
+	jsonw_name(&ctx->jw, "trees");
+	jsonw_start_array(&ctx->jw);
+}
+
+/* ... ]: the footer, if any, follows as members of the top-level object */
+static void end_json_trees(struct dump_ctx *ctx)
+{
+	end_json_tree(ctx);
+	jsonw_end_array(&ctx->jw);
+}
+
+static void end_json(struct dump_ctx *ctx)
+{
+	jsonw_end_object(&ctx->jw);
+	jsonw_end(&ctx->jw);
+}
+
 static void begin_tree(struct dump_ctx *ctx, const char *heading, const struct btrfs_key *key,
 		       u64 objectid)
 {
@@ -140,21 +202,7 @@ static void begin_tree(struct dump_ctx *ctx, const char *heading, const struct b
 	if (key)
 		btrfs_key_to_str(key, kbuf, sizeof(kbuf));
 	if (ctx->json) {
-		json_object *t = json_object_new_object();
-
-		json_add_str(t, "name", heading);
-		json_add_u64(t, "objectid", objectid);
-		if (key) {
-			json_object *k = json_object_new_object();
-
-			json_add_u64(k, "objectid", key->objectid);
-			json_add_u64(k, "type", key->type);
-			json_add_u64(k, "offset", key->offset);
-			json_object_object_add(t, "key", k);
-		}
-		ctx->jblocks = json_object_new_array();
-		json_object_object_add(t, "blocks", ctx->jblocks);
-		json_object_array_add(ctx->jtrees, t);
+		begin_json_tree(ctx, heading, key, objectid);
 	} else if (key) {
 		printf("%s key %s \n", heading, kbuf);
 	} else {
@@ -306,16 +354,16 @@ static int parse_tree_name(const char *s, u64 *ret)
 	return -EINVAL;
 }
 
-static void print_footer(struct dump_ctx *ctx, json_object *top)
+static void print_footer(struct dump_ctx *ctx)
 {
 	const struct btrfs_super_block *sb = &ctx->fs->super;
 	char uuid[UUID_STR_LEN];
 
 	uuid_to_str(sb->fsid, uuid);
 	if (ctx->json) {
-		json_add_u64(top, "total_bytes", btrfs_super_block_total_bytes(sb));
-		json_add_u64(top, "bytes_used", btrfs_super_block_bytes_used(sb));
-		json_add_str(top, "uuid", uuid);
+		jsonw_u64_field(&ctx->jw, "total_bytes", btrfs_super_block_total_bytes(sb));
+		jsonw_u64_field(&ctx->jw, "bytes_used", btrfs_super_block_bytes_used(sb));
+		jsonw_string_field(&ctx->jw, "uuid", uuid);
 		return;
 	}
 	printf("total bytes %llu\n", (unsigned long long)btrfs_super_block_total_bytes(sb));
@@ -344,8 +392,7 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 	u64 blocks[MAX_BLOCKS], tree = 0;
 	int nr_blocks = 0, c;
 	bool have_tree = false, extents = false, device = false, uuid = false;
-	json_object *top = NULL;
-	int ret;
+	bool footer = false;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "t:b:redu", long_options, NULL)) != -1) {
@@ -399,11 +446,8 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 	if (open_image(argv[optind], &opts, &ctx.fs))
 		return 1;
 	ctx.json = common.format == OUTPUT_JSON;
-	if (ctx.json) {
-		top = json_object_new_object();
-		ctx.jtrees = json_object_new_array();
-		json_object_object_add(top, "trees", ctx.jtrees);
-	}
+	if (ctx.json)
+		begin_json(&ctx);
 
 	if (nr_blocks) {
 		for (int i = 0; i < nr_blocks; i++) {
@@ -441,15 +485,18 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 		/* ...and the log trees after every other tree */
 		if (!extents && !device)
 			dump_log(&ctx, false, true);
-		print_footer(&ctx, top);
+		footer = true;
 	}
 
-	ret = ctx.errors ? 1 : 0;
-	if (top && output_json(top))
-		ret = 1;
+	if (ctx.json)
+		end_json_trees(&ctx);
+	if (footer)
+		print_footer(&ctx);
+	if (ctx.json)
+		end_json(&ctx);
 	free(ctx.seen);
 	tlog_close(ctx.fs);
-	return ret;
+	return ctx.errors ? 1 : 0;
 }
 
 const struct cmd_struct cmd_struct_dump_tree = {

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -69,7 +68,7 @@ static int print_json(const struct tlog_fiemap_extent *ext, u32 nr)
 	outbuf_lit(&ob, "]}\n");
 	err = outbuf_flush(&ob);
 	if (err)
-		error("cannot write the map (%s)", strerror(-err));
+		output_error(err);
 	return err;
 }
 
@@ -170,7 +169,8 @@ static int print_text(struct tlog_file *file, const char *path, u64 start, u64 l
 	bool done = false, named = false;
 	int err;
 
-	while (!done) {
+	/* after a write error the rest would be lost: the dispatcher reports it */
+	while (!done && !output_failed()) {
 		struct tlog_fiemap_request req = {
 			.start = t.last_logical, .length = range_end - t.last_logical,
 			.extent_count = XFS_IO_BATCH,
@@ -262,8 +262,6 @@ static int cmd_fiemap(const struct cmd_struct *cmd, int argc, char **argv)
 	} else {
 		ret = print_text(file, path, start, length, verbose);
 	}
-	if (fflush(stdout) == EOF)
-		ret = 1;
 	tlog_file_close(file);
 	tlog_close(fs);
 	return ret;

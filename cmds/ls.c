@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "errctx.h"
 #include "inode-print.h"
+#include "json-writer.h"
 #include "messages.h"
 #include "open.h"
 #include "print-tree.h"
@@ -94,6 +95,7 @@ struct ls_opts {
 	bool longfmt;
 	bool inode;
 	bool json;
+	struct json_writer jw;	/* entries are written one by one */
 };
 
 static void print_long(const struct ls_opts *o, const struct ls_entry *e,
@@ -128,9 +130,8 @@ static void print_long(const struct ls_opts *o, const struct ls_entry *e,
 	printf("\n");
 }
 
-/* Print or add to @jarr one entry.  Returns 0 or -errno (after printing an error). */
-static int show_entry(struct tlog_fs *fs, const struct ls_opts *o, const struct ls_entry *e,
-		      json_object *jarr)
+/* Print one entry.  Returns 0 or -errno (after printing an error). */
+static int show_entry(struct tlog_fs *fs, struct ls_opts *o, const struct ls_entry *e)
 {
 	struct btrfs_inode_item inode;
 	int err;
@@ -161,7 +162,7 @@ static int show_entry(struct tlog_fs *fs, const struct ls_opts *o, const struct 
 			if (len >= 0)
 				json_object_object_add(j, "target", btrfs_json_bytes(target, len));
 		}
-		json_object_array_add(jarr, j);
+		jsonw_json(&o->jw, j);
 		return 0;
 	}
 	print_long(o, e, &inode);
@@ -190,7 +191,6 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 	struct btrfs_inode_item inode;
 	struct tlog_fs *fs;
 	struct tlog_ino dir;
-	json_object *jarr = NULL;
 	const char *path = "/";
 	bool self = false;
 	int c, ret = 0, err;
@@ -250,18 +250,21 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	if (list.nr)
 		qsort(list.v, list.nr, sizeof(*list.v), cmp_entry);
-	if (o.json)
-		jarr = json_object_new_array();
-	for (size_t i = 0; i < list.nr; i++)
-		if (show_entry(fs, &o, &list.v[i], jarr))
+	if (o.json) {
+		jsonw_init(&o.jw, stdout);
+		jsonw_start_object(&o.jw);
+		jsonw_json_field(&o.jw, "path", btrfs_json_bytes(path, strlen(path)));
+		jsonw_name(&o.jw, "entries");
+		jsonw_start_array(&o.jw);
+	}
+	/* on a write error the rest would be lost too: the dispatcher reports it */
+	for (size_t i = 0; i < list.nr && !output_failed(); i++)
+		if (show_entry(fs, &o, &list.v[i]))
 			ret = 1;
-	if (jarr) {
-		json_object *top = json_object_new_object();
-
-		json_object_object_add(top, "path", btrfs_json_bytes(path, strlen(path)));
-		json_object_object_add(top, "entries", jarr);
-		if (output_json(top))
-			ret = 1;
+	if (o.json) {
+		jsonw_end_array(&o.jw);
+		jsonw_end_object(&o.jw);
+		jsonw_end(&o.jw);
 	}
 out:
 	free_list(&list);

@@ -95,7 +95,7 @@ static int parse_features(const char *list, struct tlog_mkfs_cfg *cfg)
 		if (!strcmp(name, "list-all")) {
 			print_features();
 			free(copy);
-			exit(0);
+			exit(output_finish(0));
 		}
 		f = tlog_mkfs_find_feature(name);
 		if (!f) {

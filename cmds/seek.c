@@ -5,11 +5,11 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "errctx.h"
+#include "json-writer.h"
 #include "messages.h"
 #include "open.h"
 #include "outbuf.h"
@@ -42,8 +42,35 @@ static const char * const seek_usage[] = {
 struct seek_out {
 	bool json;
 	bool startflag;
-	json_object *results;
+	u64 size;		/* of the file, the JSON document's first member */
+	/*
+	 * -r lists every extent: the JSON results are streamed, the document
+	 * begun with the first of them so that an early error prints nothing.
+	 */
+	struct json_writer jw;
+	bool jstarted;
 };
+
+static void begin_json_results(struct seek_out *o)
+{
+	if (o->jstarted)
+		return;
+	jsonw_init(&o->jw, stdout);
+	jsonw_start_object(&o->jw);
+	jsonw_u64_field(&o->jw, "size", o->size);
+	jsonw_name(&o->jw, "results");
+	jsonw_start_array(&o->jw);
+	o->jstarted = true;
+}
+
+/* After a successful walk; a failed one leaves the document unfinished. */
+static void end_json_results(struct seek_out *o)
+{
+	begin_json_results(o);
+	jsonw_end_array(&o->jw);
+	jsonw_end_object(&o->jw);
+	jsonw_end(&o->jw);
+}
 
 /* One result line; @err is 0 or -ENXIO. */
 static void emit(struct seek_out *o, const char *type, u64 start, u64 result, int err)
@@ -55,7 +82,8 @@ static void emit(struct seek_out *o, const char *type, u64 start, u64 result, in
 		if (o->startflag)
 			json_add_u64(r, "start", start);
 		json_object_object_add(r, "offset", err ? NULL : json_object_new_uint64(result));
-		json_object_array_add(o->results, r);
+		begin_json_results(o);
+		jsonw_json(&o->jw, r);
 		return;
 	}
 	if (o->startflag && err)
@@ -107,7 +135,8 @@ static int seek_walk(struct tlog_file *file, u64 offset, unsigned int want,
 	if (!o->json)
 		printf(o->startflag ? "Whence\tStart\tResult\n" : "Whence\tResult\n");
 
-	for (int n = 0; want & (WANT_DATA | WANT_HOLE); n++) {
+	/* after a write error the rest would be lost: the dispatcher reports it */
+	for (int n = 0; (want & (WANT_DATA | WANT_HOLE)) && !output_failed(); n++) {
 		unsigned int mask = cur ? WANT_HOLE : WANT_DATA;
 
 		if (err) {
@@ -148,7 +177,8 @@ static int seek_map_json(struct tlog_file *file, u64 offset)
 	outbuf_lit(&ob, "{\"size\":");
 	outbuf_u64(&ob, file->size);
 	outbuf_lit(&ob, ",\"map\":[");
-	for (;;) {
+	/* a failed write ends the walk: what follows would be lost too */
+	while (!ob.err) {
 		err = do_seek(file, pos, TLOG_SEEK_DATA, &data);
 		if (err == -ENXIO)
 			break;
@@ -170,7 +200,7 @@ static int seek_map_json(struct tlog_file *file, u64 offset)
 	outbuf_lit(&ob, "]}\n");
 	err = outbuf_flush(&ob);
 	if (err)
-		error("cannot write the map (%s)", strerror(-err));
+		output_error(err);
 	return err;
 }
 
@@ -237,23 +267,12 @@ static int cmd_seek(const struct cmd_struct *cmd, int argc, char **argv)
 	if (o.json && (want & WANT_ALL) && (want & WANT_DATA) && (want & WANT_HOLE)) {
 		err = seek_map_json(file, offset);
 	} else {
-		if (o.json)
-			o.results = json_object_new_array();
+		o.size = file->size;
 		err = seek_walk(file, offset, want, &o);
-		if (o.json) {
-			json_object *top = json_object_new_object();
-
-			json_add_u64(top, "size", file->size);
-			json_object_object_add(top, "results", o.results);
-			if (err == 0)
-				err = output_json(top);
-			else
-				json_object_put(top);
-		}
+		if (o.json && !err)
+			end_json_results(&o);
 	}
 	if (err)
-		ret = 1;
-	if (fflush(stdout) == EOF)
 		ret = 1;
 	tlog_file_close(file);
 	tlog_close(fs);

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "commands.h"
 #include "messages.h"
+#include "output.h"
 
 static const struct cmd_struct *const commands[] = {
 	&cmd_struct_dump_super,
@@ -75,12 +76,12 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
 		printf("tlogctl %s\n", PACKAGE_VERSION);
-		return 0;
+		return output_finish(0);
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
-		return cmd_help(1, argv);
+		return output_finish(cmd_help(1, argv));
 	if (strcmp(argv[1], "help") == 0)
-		return cmd_help(argc - 1, argv + 1);
+		return output_finish(cmd_help(argc - 1, argv + 1));
 
 	cmd = find_command(argv[1]);
 	if (!cmd) {
@@ -89,6 +90,9 @@ int main(int argc, char **argv)
 	}
 	/* Commands report bad options themselves, in the one-line error format. */
 	opterr = 0;
-	/* The command parses from its own name, as if it were argv[0]. */
-	return cmd->fn(cmd, argc - 1, argv + 1);
+	/*
+	 * The command parses from its own name, as if it were argv[0].  What
+	 * it printed is only known to be written once stdout is flushed.
+	 */
+	return output_finish(cmd->fn(cmd, argc - 1, argv + 1));
 }

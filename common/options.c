@@ -34,7 +34,7 @@ void print_usage(const struct cmd_struct *cmd, bool full)
 void usage(const struct cmd_struct *cmd, int exit_code)
 {
 	print_usage(cmd, exit_code == 0);
-	exit(exit_code);
+	exit(output_finish(exit_code));
 }
 
 void usage_unknown_option(const struct cmd_struct *cmd, char **argv)

@@ -3,7 +3,9 @@
 #ifndef TLOG_OUTPUT_H
 #define TLOG_OUTPUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <json-c/json.h>
 
 enum output_format {
@@ -13,8 +15,32 @@ enum output_format {
 
 int output_format_parse(const char *s, enum output_format *ret);
 
-/* Print @obj on stdout followed by a newline and release it.  0 or -EIO. */
+/*
+ * Print @obj on stdout followed by a newline and release it.  Returns 0 or
+ * the -errno of a failed write, which is reported (output_error).
+ */
 int output_json(json_object *obj);
+
+/*
+ * Standard output is the product of most commands: a write that fails
+ * there (full disk, a reader gone with SIGPIPE ignored) is an error of the
+ * command, reported once as "cannot write output (<why>)".
+ */
+
+/* Report the write error @err (-errno) on standard output, unless done already. */
+void output_error(int err);
+
+/*
+ * Flush stdout and report a write error seen on it since the start.
+ * Returns @ret, or 1 if the output failed: the exit status to use.
+ */
+int output_finish(int ret);
+
+/* A write to stdout failed: long listings stop early, the error comes at the end. */
+static inline bool output_failed(void)
+{
+	return ferror(stdout);
+}
 
 /* Small constructors that keep call sites short. */
 static inline void json_add_u64(json_object *o, const char *k, uint64_t v)

@@ -369,15 +369,37 @@ const char *btrfs_ftype_name(u8 type)
 	return type < BTRFS_FT_MAX ? names[type] : "UNKNOWN";
 }
 
+/*
+ * The kernel reads a symlink as a page of file data cut at i_size
+ * (page_get_link), and readlink(2) returns it up to its first NUL.  The
+ * inline extent may hold more: mkfs.btrfs --rootdir (6.2) stores the
+ * target's terminating NUL, one byte past i_size.
+ */
+static size_t symlink_target_len(const u8 *data, size_t len, u64 i_size)
+{
+	const u8 *nul;
+
+	if (len > i_size)
+		len = (size_t)i_size;
+	nul = memchr(data, '\0', len);
+	return nul ? (size_t)(nul - data) : len;
+}
+
 int btrfs_read_symlink(struct btrfs_root *root, u64 ino, char *buf, size_t size)
 {
 	struct btrfs_key key = { ino, BTRFS_EXTENT_DATA_KEY, 0 };
 	const struct btrfs_file_extent_item *fi;
+	struct btrfs_inode_item inode;
 	struct btrfs_path path;
+	const u8 *data;
 	u32 item_size;
-	int ret, len;
+	size_t len;
+	int ret;
 
 	tlog_error_clear();
+	ret = btrfs_read_inode(root, ino, &inode);
+	if (ret)
+		return ret;
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot(root, &key, &path);
 	if (ret) {
@@ -396,11 +418,13 @@ int btrfs_read_symlink(struct btrfs_root *root, u64 ino, char *buf, size_t size)
 		return tlog_error(-EUCLEAN, "symlink %llu: target is not an uncompressed inline extent",
 				  (unsigned long long)ino);
 	}
-	len = btrfs_file_extent_inline_len(item_size);
-	if ((size_t)len >= size)
-		len = (int)size - 1;
-	memcpy(buf, (const u8 *)fi + BTRFS_FILE_EXTENT_INLINE_DATA_START, len);
+	data = (const u8 *)fi + BTRFS_FILE_EXTENT_INLINE_DATA_START;
+	len = symlink_target_len(data, btrfs_file_extent_inline_len(item_size),
+				 btrfs_inode_item_size(&inode));
+	if (len >= size)
+		len = size - 1;
+	memcpy(buf, data, len);
 	buf[len] = '\0';
 	btrfs_release_path(&path);
-	return len;
+	return (int)len;
 }

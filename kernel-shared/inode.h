@@ -81,8 +81,10 @@ u8 btrfs_mode_to_ftype(u32 mode);
 const char *btrfs_ftype_name(u8 type);
 
 /*
- * The target of symlink @ino (its inline extent), copied into @buf with a
- * terminating NUL.  Returns the target length or -errno.
+ * The target of symlink @ino as readlink(2) returns it on the mounted
+ * filesystem: its inline extent, at most i_size bytes and up to the first
+ * NUL, copied into @buf with a terminating NUL.  Returns the target length
+ * or -errno.
  */
 int btrfs_read_symlink(struct btrfs_root *root, u64 ino, char *buf, size_t size);
 
