@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # shellcheck shell=bash
-# Helpers for the replay-log differential tests (tests/kernel/400-430),
-# sourced after common.sh.  A scenario is a workload script
+# Helpers for the replay-log differential tests (tests/kernel/400-430)
+# and the damage tests (450, 460: make_mixed_crash_image), sourced after
+# common.sh.  A scenario is a workload script
 # (shared/docs/workload.md) run by tests/tools/wl-exec.py on a loop mount
 # with commit=3600; the image copied while still mounted is the crash
 # image.  compare_replay then checks:
@@ -112,6 +113,36 @@ make_crash_image() {
 	if [ "$CRASH_LOG_ROOT" = 0 ]; then
 		echo "note: the scenario left no log tree (everything committed)"
 	fi
+}
+
+# make_mixed_crash_image IMG [mkfs options...]: a crash image whose log
+# has a bit of everything (the damage tests start from it): new files with
+# data, a rename over a file, hard links, xattrs, a directory fsync with
+# removed entries, a truncate and a punched hole; made on a 256M image
+# mounted with commit=3600 and copied while still mounted.  Fails the test
+# if the kernel left no log.
+make_mixed_crash_image() {
+	local img="$1"; shift
+	local src="$img.live" mnt="$img.mnt" f i
+	make_image "$src" 256M "$@"
+	mount_image "$src" "$mnt" commit=3600
+	mkdir "$mnt/d" "$mnt/e"
+	for i in 1 2 3 4 5 6; do echo "committed $i" > "$mnt/d/old$i"; done
+	xfs_io -f -c "pwrite 0 256k" "$mnt/d/big" > /dev/null
+	sync
+	xfs_io -f -c "pwrite 0 64k" -c "pwrite 128k 16k" "$mnt/d/new" > /dev/null
+	setfattr -n user.a -v 1 "$mnt/d/new" 2>/dev/null || true
+	ln "$mnt/d/new" "$mnt/e/link"
+	mv "$mnt/d/old1" "$mnt/d/old2"
+	rm "$mnt/d/old3"
+	mv "$mnt/d/old4" "$mnt/e/moved"
+	xfs_io -c "truncate 100k" -c "fpunch 8k 8k" "$mnt/d/big"
+	echo tiny > "$mnt/e/inline"
+	for f in d/new d/big e/inline e d; do xfs_io -c fsync "$mnt/$f"; done
+	cp --sparse=always "$src" "$img" || fail "cannot copy the live image"
+	umount_image "$mnt"
+	rm -f "$src"
+	[ "$(log_root_of "$img")" != 0 ] || fail "the kernel left no log"
 }
 
 # kernel_replay IMG MNT: mount IMG rw (the kernel replays any log), leave it
