@@ -27,6 +27,7 @@
 #include "dir-item.h"
 #include "errctx.h"
 #include "file-extent.h"
+#include "tree-checker.h"
 #include "tree-log.h"
 
 enum replay_stage {
@@ -1136,6 +1137,7 @@ static int walk_log(struct replay *rp)
 {
 	struct btrfs_key min = { 0, 0, 0 };
 	struct btrfs_key max = { (u64)-1, (u8)-1, (u64)-1 };
+	struct btrfs_key prev = { 0 };
 	struct btrfs_tree_iter iter;
 	int ret = 0;
 
@@ -1144,6 +1146,18 @@ static int walk_log(struct replay *rp)
 
 		if (st && st->progress && iter.slot == 0)
 			st->progress(st->progress_arg, ++rp->leaves_done, 3 * st->log_leaves);
+		/*
+		 * The kernel checks each log leaf's items as it reads them and
+		 * refuses the mount over one it would not accept; so do we,
+		 * on the first walk, before anything is changed.
+		 */
+		if (rp->stage == REPLAY_INODES) {
+			ret = btrfs_check_item(rp->fs, iter.leaf, iter.slot, &iter.key,
+					       iter.slot ? &prev : NULL);
+			if (ret)
+				break;	/* the finding names its place */
+		}
+		prev = iter.key;
 		ret = replay_item(rp, iter.leaf, iter.slot, &iter.key);
 		if (ret) {
 			char where[160];
