@@ -303,6 +303,61 @@ int btrfs_read_sys_array(struct tlog_fs *fs, struct chunk_map *map)
 	return 0;
 }
 
+/*
+ * The chunk tree's item for our device agrees with the superblock's copy
+ * of it, as the kernel's device setup at mount demands in its own way
+ * (the filesystem's total_bytes covers the device, the device fits its
+ * block device, no dev extent past its end): a device item of another
+ * size would make the kernel refuse the image we write.
+ */
+static int check_dev_item(struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			  const struct btrfs_key *key)
+{
+	const struct btrfs_dev_item *sb_dev = &fs->super.dev_item;
+	const struct btrfs_dev_item *dev = btrfs_item_ptr(leaf, slot);
+
+	if (btrfs_item_size(leaf, slot) < sizeof(*dev))
+		return tlog_error(-EUCLEAN, "device item %llu: item too small (%u bytes)",
+				  (unsigned long long)key->offset, btrfs_item_size(leaf, slot));
+	if (key->offset != btrfs_dev_item_devid(sb_dev) || btrfs_dev_item_devid(dev) != key->offset)
+		return tlog_error(-EOPNOTSUPP, "device item %llu: only single-device images are supported (this is device %llu)",
+				  (unsigned long long)key->offset,
+				  (unsigned long long)btrfs_dev_item_devid(sb_dev));
+	if (btrfs_dev_item_total_bytes(dev) != btrfs_dev_item_total_bytes(sb_dev))
+		return tlog_error(-EUCLEAN, "device item %llu: size %llu, the superblock says %llu",
+				  (unsigned long long)key->offset,
+				  (unsigned long long)btrfs_dev_item_total_bytes(dev),
+				  (unsigned long long)btrfs_dev_item_total_bytes(sb_dev));
+	if (btrfs_dev_item_bytes_used(dev) > btrfs_dev_item_total_bytes(dev))
+		return tlog_error(-EUCLEAN, "device item %llu: %llu bytes used of %llu",
+				  (unsigned long long)key->offset,
+				  (unsigned long long)btrfs_dev_item_bytes_used(dev),
+				  (unsigned long long)btrfs_dev_item_total_bytes(dev));
+	return 0;
+}
+
+static int read_dev_items(struct tlog_fs *fs)
+{
+	struct btrfs_tree_iter iter;
+	struct btrfs_key min = { BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, 0 };
+	struct btrfs_key max = { BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, (u64)-1 };
+	int ret = 0, found = 0;
+
+	btrfs_for_each_item(fs->chunk_root, &iter, &min, &max) {
+		ret = check_dev_item(fs, iter.leaf, iter.slot, &iter.key);
+		if (ret)
+			break;
+		found++;
+	}
+	if (!ret && iter.ret < 0)
+		ret = iter.ret;
+	btrfs_tree_iter_end(&iter);
+	if (!ret && !found)
+		ret = tlog_error(-EUCLEAN, "the chunk tree has no item for device %llu",
+				 (unsigned long long)btrfs_dev_item_devid(&fs->super.dev_item));
+	return ret;
+}
+
 int btrfs_read_chunk_tree(struct tlog_fs *fs)
 {
 	struct btrfs_tree_iter iter;
@@ -320,7 +375,7 @@ int btrfs_read_chunk_tree(struct tlog_fs *fs)
 	if (!ret && iter.ret < 0)
 		ret = iter.ret;
 	btrfs_tree_iter_end(&iter);
-	return ret;
+	return ret ? ret : read_dev_items(fs);
 }
 
 const char *btrfs_bg_profile_name(u64 flags)
