@@ -207,7 +207,7 @@ grep -q 'MISMATCH \[log view\] tlogctl .* /d/z' "$TMP/self.log" ||
 echo "ok    harness self-check (answers of the wrong view are noticed)"
 
 # --- replay-log's own interface on one crash image ---------------------------
-if [ $HAVE_REPLAY = 1 ]; then
+if [ $REPLAY_SELFTEST = 0 ]; then
 	iface() {
 		make_crash_image "$SCN/007-rename-over-existing-file.tlw" "$SCN_DIR/c.img"
 		cp --sparse=always "$SCN_DIR/c.img" "$SCN_DIR/j.img"

@@ -19,9 +19,10 @@
 #    what it answers on a ro,rescue=nologreplay mount of the crash image
 #    (tests/tools/qcmp.py; at most REPLAY_QUERY_FILES files and as many
 #    directories per scenario, default 50).
-# With TLOG_REPLAY_SELFTEST=1 (automatic while tlogctl has no replay-log)
-# B is a second kernel replay: the harness checking itself, every tree
-# diff must be empty, and only the committed view is queried.
+# Only with TLOG_REPLAY_SELFTEST=1 is B a second kernel replay: the harness
+# checking itself, every diff must be empty, only the committed view is
+# queried.  Never automatically: a tlogctl without a working replay-log or
+# --no-log fails the test.
 #
 # Scenario scripts may carry directives in comments:
 #   # @mkfs: OPTIONS     extra mkfs.btrfs options (e.g. -O ^no-holes)
@@ -41,30 +42,25 @@ TREECMP="$TOP/tests/tools/treecmp.py"
 QCMP="$TOP/tests/tools/qcmp.py"
 : "${REPLAY_QUERY_FILES:=50}"
 
-# replay_init: decide the mode once per test script.
+# replay_init: the mode, once per test script.  REPLAY_SELFTEST=1 only
+# when asked for: a broken tlogctl must fail, not turn the comparison into
+# the kernel against itself.
 replay_init() {
-	HAVE_REPLAY=0
-	HAVE_NOLOG=0
-	if [ "${TLOG_REPLAY_SELFTEST:-0}" != 1 ] && tl replay-log --help >/dev/null 2>&1; then
-		HAVE_REPLAY=1
+	REPLAY_SELFTEST=0
+	if [ "${TLOG_REPLAY_SELFTEST:-0}" = 1 ]; then
+		no_skip && fail "TLOG_REPLAY_SELFTEST=1 compares the kernel with itself: not in CI"
+		REPLAY_SELFTEST=1
+		echo "mode: harness self-test (TLOG_REPLAY_SELFTEST=1: B is a second kernel replay)"
+		return
 	fi
-	if tl fiemap --help 2>/dev/null | grep -q -- '--no-log'; then
-		HAVE_NOLOG=1
-	fi
-	if [ $HAVE_REPLAY = 1 ]; then
-		echo "mode: tlogctl replay-log against the kernel's replay"
-		[ $HAVE_NOLOG = 1 ] ||
-			echo "NOTE: the query commands have no --no-log: committed-view queries are not compared (the test fails at the end)"
-	else
-		echo "mode: harness self-test (no tlogctl replay-log: B is a second kernel replay)"
-	fi
-}
-
-# replay_finish: the verdict that does not belong to one scenario.
-replay_finish() {
-	if [ $HAVE_REPLAY = 1 ] && [ $HAVE_NOLOG = 0 ]; then
-		fail "tlogctl fiemap/seek/cat have no --no-log option"
-	fi
+	local t
+	tl replay-log --help >/dev/null 2>&1 ||
+		fail "tlogctl replay-log --help fails: nothing to compare with the kernel's replay"
+	for t in fiemap seek cat ls; do
+		tl $t --help 2>/dev/null | grep -q -- '--no-log' ||
+			fail "tlogctl $t has no --no-log: the committed view cannot be compared"
+	done
+	echo "mode: tlogctl replay-log against the kernel's replay"
 }
 
 # directive SCRIPT NAME: the value of "# @NAME: VALUE" in SCRIPT
@@ -139,13 +135,8 @@ compare_replay() {
 	mount_image "$d/A.img" "$d/mA" ro
 	cp --sparse=always "$crash" "$d/N.img"
 	mount_image "$d/N.img" "$d/mN" ro,rescue=nologreplay
-	local qlog=skip qnolog=skip
-	[ $HAVE_REPLAY = 1 ] && qlog=-
-	if [ $HAVE_NOLOG = 1 ]; then
-		qnolog=--no-log
-	elif [ $HAVE_REPLAY = 0 ]; then
-		qnolog=-
-	fi
+	local qlog=- qnolog=--no-log
+	[ $REPLAY_SELFTEST = 1 ] && qlog=skip
 	python3 -S "$QCMP" --limit "$REPLAY_QUERY_FILES" \
 		--view "log view" "$d/mA" "$d/A.json" "$qlog" \
 		--view "no-log view" "$d/mN" "$d/N.json" "$qnolog" \
@@ -174,7 +165,7 @@ compare_replay() {
 
 	# B: tlogctl's replay (or, in self-test mode, the kernel's again)
 	cp --sparse=always "$crash" "$d/B.img"
-	if [ $HAVE_REPLAY = 1 ]; then
+	if [ $REPLAY_SELFTEST = 0 ]; then
 		local before after
 		before=$(img_digest "$d/B.img")
 		run_nocrash "$d/dry" "$TLOGCTL" replay-log --dry-run "$d/B.img" ||
@@ -213,7 +204,7 @@ compare_replay() {
 	python3 -S "$TREECMP" walk "$d/mB" "$d/B.json" --diff --labels kernel,tlogctl "$d/A.json" \
 		> "$d/tree.diff" 2>&1 || rc=$?
 	umount_image "$d/mB"
-	if [ $HAVE_REPLAY = 1 ]; then
+	if [ $REPLAY_SELFTEST = 0 ]; then
 		[ $bad = 1 ] || btrfs check --readonly "$d/B.img" > "$d/check.out" 2>&1 || [ $a_clean = 0 ] || {
 			echo "FAIL: $name: btrfs check finds errors after a rw mount of the tlogctl replay:"
 			tail -25 "$d/check.out"
@@ -290,7 +281,6 @@ scenario_summary() {
 	echo
 	echo "$1: $SCN_PASSED passed, $SCN_FAILED failed"
 	[ $SCN_FAILED = 0 ] || fail "$SCN_FAILED scenario(s) failed: ${SCN_FAILURES[*]}"
-	replay_finish
 }
 
 # scenario SCRIPT NAME [mkfs options...]: the whole check of one script
