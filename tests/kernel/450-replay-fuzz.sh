@@ -9,7 +9,7 @@
 # TLOG_SEED picks the damage (default 1000, so CI is repeatable), TLOG_FUZZ_RUNS
 # how much (200).
 . "$(dirname "$0")/../common.sh"
-need_cmd mkfs.btrfs python3 xfs_io
+need_cmd mkfs.btrfs python3 xfs_io setfattr
 need_mount
 
 runs=${TLOG_FUZZ_RUNS:-200}
@@ -28,7 +28,7 @@ for i in 1 2 3 4 5 6; do echo "committed $i" > "$mnt/d/old$i"; done
 xfs_io -f -c "pwrite 0 256k" "$mnt/d/big" > /dev/null
 sync
 xfs_io -f -c "pwrite 0 64k" -c "pwrite 128k 16k" "$mnt/d/new" > /dev/null
-setfattr -n user.a -v 1 "$mnt/d/new" 2>/dev/null || true
+setfattr -n user.a -v 1 "$mnt/d/new" || fail "setfattr on the mount"
 ln "$mnt/d/new" "$mnt/e/link"
 mv "$mnt/d/old1" "$mnt/d/old2"
 rm "$mnt/d/old3"
