@@ -18,7 +18,13 @@
 #    crash image answer what the kernel answers on A, and with --no-log
 #    what it answers on a ro,rescue=nologreplay mount of the crash image
 #    (tests/tools/qcmp.py; at most REPLAY_QUERY_FILES files and as many
-#    directories per scenario, default 50).
+#    directories per scenario, default 50);
+#  - the inode items of A and B, read from the unmounted images, are the
+#    same (treecmp.py inodes-diff: sequence, transid, exact timestamps,
+#    orphans), except that a timestamp the kernel's replay set to its
+#    clock (the ctime of an inode that lost a name) must be B's replay
+#    time in B: the crash image is copied at CRASH_TIME, and both replays
+#    run later, each within its measured window.
 # Only with TLOG_REPLAY_SELFTEST=1 is B a second kernel replay: the harness
 # checking itself, every diff must be empty, only the committed view is
 # queried.  Never automatically: a tlogctl without a working replay-log or
@@ -101,6 +107,7 @@ make_crash_image() {
 		[ "${WL_STRICT:-0}" = 1 ] && fail "the scenario has operations that fail"
 	fi
 	cp --sparse=always "$src" "$img" || fail "cannot copy the live image"
+	CRASH_TIME=$(now_ns)
 	umount_image "$mnt"
 	rm -f "$src"
 	CRASH_LOG_ROOT=$(log_root_of "$img")
@@ -110,10 +117,28 @@ make_crash_image() {
 	fi
 }
 
-# kernel_replay IMG MNT: mount IMG rw (the kernel replays any log), leave it
-# mounted at MNT.
+now_ns() {
+	date +%s%N
+}
+
+# after_crash_copy T: wait until 50 ms have passed since T (ns), so that no
+# time the kernel's (coarse, one tick behind) clock gives a replay can be
+# taken for one the crash image already held
+after_crash_copy() {
+	local left=$(( $1 + 50000000 - $(now_ns) ))
+	[ $left -le 0 ] || sleep "0.$(printf '%09d' $left)"
+}
+
+# kernel_replay IMG MNT: the kernel's replay of IMG, as for A (a ro mount
+# of a writable loop device replays and commits, no orphan cleanup).
 kernel_replay() {
-	mount_image "$1" "$2"
+	mount_image "$1" "$2" ro
+	umount_image "$2"
+}
+
+# inode_items IMG OUT: the inode items of IMG's subvolumes (treecmp.py inodes)
+inode_items() {
+	python3 -S "$TREECMP" inodes "$TLOGCTL" "$1" "$2" || fail "cannot read the inode items of $1"
 }
 
 # compare_replay CRASH_IMG NAME: see the top of this file.  Fails the
@@ -124,6 +149,9 @@ compare_replay() {
 	mkdir -p "$d"
 	local log_root=${CRASH_LOG_ROOT:-}
 	[ -n "$log_root" ] || log_root=$(log_root_of "$crash")
+	# a crash image not made here (a metadump) is older than this anyway
+	local crash_time=${CRASH_TIME:-$(now_ns)} a0 a1 b0 b1
+	after_crash_copy "$crash_time"
 
 	# A: the kernel's replay: a ro mount of a writable loop device replays
 	# and commits, but leaves the inodes that the replay orphaned (no
@@ -132,7 +160,9 @@ compare_replay() {
 	# N: the committed state, as ro,rescue=nologreplay shows it.  Both
 	# walked, then queried.
 	cp --sparse=always "$crash" "$d/A.img"
+	a0=$(now_ns)
 	mount_image "$d/A.img" "$d/mA" ro
+	a1=$(now_ns)
 	cp --sparse=always "$crash" "$d/N.img"
 	mount_image "$d/N.img" "$d/mN" ro,rescue=nologreplay
 	local qlog=- qnolog=--no-log
@@ -151,6 +181,7 @@ compare_replay() {
 	fi
 	umount_image "$d/mN"
 	umount_image "$d/mA"
+	inode_items "$d/A.img" "$d/A.inodes.json"
 	# REPLAY_CHECK_A=1: btrfs check the kernel's result too; when it is not
 	# clean either (a metadump without data, say), B need not be
 	local a_clean=1
@@ -174,7 +205,9 @@ compare_replay() {
 			sed -n '1,20p' "$d/dry.err"; fail "$name: replay-log --dry-run exited $(cat "$d/dry.rc")"; }
 		after=$(img_digest "$d/B.img")
 		[ "$before" = "$after" ] || fail "$name: replay-log --dry-run changed the image"
+		b0=$(now_ns)
 		run_nocrash "$d/rl" "$TLOGCTL" replay-log "$d/B.img" || fail "$name: replay-log crashed"
+		b1=$(now_ns)
 		rc=$(cat "$d/rl.rc")
 		if [ "$rc" != 0 ]; then
 			sed -n '1,30p' "$d/rl.err"
@@ -193,10 +226,21 @@ compare_replay() {
 				"$d/check.out" | head -25
 			bad=1
 		}
-		mount_image "$d/B.img" "$d/mB"
 	else
+		b0=$(now_ns)
 		kernel_replay "$d/B.img" "$d/mB"
+		b1=$(now_ns)
 	fi
+	inode_items "$d/B.img" "$d/B.inodes.json"
+	# the harness checking itself: deliberately spoilt inode items must be noticed
+	if [ -n "${TLOG_BREAK_ITEMS:-}" ]; then
+		eval "$TLOG_BREAK_ITEMS"
+	fi
+	python3 -S "$TREECMP" inodes-diff --labels kernel,tlogctl \
+		--replay-time "$crash_time" "$a0" "$a1" "$b0" "$b1" \
+		"$d/A.inodes.json" "$d/B.inodes.json" > "$d/inodes.diff" 2>&1 ||
+		[ -s "$d/inodes.diff" ] || echo "treecmp.py inodes-diff failed" > "$d/inodes.diff"
+	mount_image "$d/B.img" "$d/mB"
 	# the harness checking itself: a deliberately spoilt B must be noticed
 	if [ -n "${TLOG_BREAK_B:-}" ]; then
 		eval "$TLOG_BREAK_B"
@@ -216,6 +260,11 @@ compare_replay() {
 	if [ -s "$d/tree.diff" ]; then
 		echo "FAIL: $name: the tlogctl replay differs from the kernel's:"
 		head -"${TLOG_DIFF_LINES:-60}" "$d/tree.diff"
+		bad=1
+	fi
+	if [ -s "$d/inodes.diff" ]; then
+		echo "FAIL: $name: the inode items of the tlogctl replay differ from the kernel's:"
+		head -"${TLOG_DIFF_LINES:-60}" "$d/inodes.diff"
 		bad=1
 	fi
 	[ $bad = 0 ] || exit 1
