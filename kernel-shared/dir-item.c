@@ -70,6 +70,38 @@ int btrfs_overwrite_item(struct tlog_trans *trans, struct btrfs_root *root,
 	return ret;
 }
 
+/* One more change of the inode: its sequence, the kernel's i_version. */
+static void inc_sequence(struct btrfs_inode_item *ii)
+{
+	btrfs_set_inode_item_sequence(ii, btrfs_inode_item_sequence(ii) + 1);
+}
+
+static void add_size(struct btrfs_inode_item *ii, void *arg)
+{
+	s64 delta = *(s64 *)arg;
+	u64 size = btrfs_inode_item_size(ii);
+
+	btrfs_set_inode_item_size(ii, delta < 0 && (u64)-delta > size ? 0 : size + delta);
+}
+
+static void add_size_and_count_change(struct btrfs_inode_item *ii, void *arg)
+{
+	add_size(ii, arg);
+	inc_sequence(ii);
+}
+
+/*
+ * A name came or went in @dir (@delta bytes of i_size): its size and its
+ * sequence change, as the kernel's link and unlink change them.  Its
+ * mtime and ctime do not: log replay is all that calls these, and replay
+ * leaves a directory's times as the log or the commit has them.
+ */
+static int dir_names_changed(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
+			     s64 delta)
+{
+	return btrfs_update_inode(trans, root, dir, add_size_and_count_change, &delta);
+}
+
 /* ---- DIR_ITEM / DIR_INDEX / XATTR_ITEM ---- */
 
 /* Offset and length of the entry called @name in the dir-format item at the path. */
@@ -156,7 +188,7 @@ int btrfs_insert_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u6
 	if (ret == -EEXIST)
 		return tlog_error(-EEXIST, "directory %llu already has an entry at index %llu",
 				  (unsigned long long)dir, (unsigned long long)index);
-	return ret ? ret : btrfs_dir_size_add(trans, root, dir, 2 * (s64)len);
+	return ret ? ret : dir_names_changed(trans, root, dir, 2 * (s64)len);
 }
 
 /* Cut entry @name out of the dir-format item @key; -ENOENT when absent. */
@@ -196,7 +228,7 @@ int btrfs_delete_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u6
 	ret = btrfs_delete_item(trans, root, &key);
 	if (ret == -ENOENT || ret > 0)
 		ret = 0;
-	return ret ? ret : btrfs_dir_size_add(trans, root, dir, -2 * (s64)len);
+	return ret ? ret : dir_names_changed(trans, root, dir, -2 * (s64)len);
 }
 
 struct index_ctx {
@@ -467,24 +499,23 @@ int btrfs_update_inode(struct tlog_trans *trans, struct btrfs_root *root, u64 in
 	return ret;
 }
 
-static void add_size(struct btrfs_inode_item *ii, void *arg)
-{
-	s64 delta = *(s64 *)arg;
-	u64 size = btrfs_inode_item_size(ii);
-
-	btrfs_set_inode_item_size(ii, delta < 0 && (u64)-delta > size ? 0 : size + delta);
-}
-
 int btrfs_dir_size_add(struct tlog_trans *trans, struct btrfs_root *root, u64 dir, s64 delta)
 {
 	return btrfs_update_inode(trans, root, dir, add_size, &delta);
 }
 
+/*
+ * The inode lost a name: one link less, and like any change of the inode
+ * its sequence and ctime (the transaction's time) change.
+ */
 static void drop_one_link(struct btrfs_inode_item *ii, void *arg)
 {
-	(void)arg;
+	const struct tlog_trans *trans = arg;
+
 	if (btrfs_inode_item_nlink(ii))
 		btrfs_set_inode_item_nlink(ii, btrfs_inode_item_nlink(ii) - 1);
+	inc_sequence(ii);
+	ii->ctime = trans->now;
 }
 
 int btrfs_unlink_name(struct tlog_trans *trans, struct btrfs_root *root, u64 dir, u64 ino,
@@ -500,6 +531,6 @@ int btrfs_unlink_name(struct tlog_trans *trans, struct btrfs_root *root, u64 dir
 	if (!ret)
 		ret = btrfs_delete_dir_entry(trans, root, dir, name, len, index);
 	if (!ret)
-		ret = btrfs_update_inode(trans, root, ino, drop_one_link, NULL);
+		ret = btrfs_update_inode(trans, root, ino, drop_one_link, trans);
 	return ret;
 }

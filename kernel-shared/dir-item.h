@@ -6,7 +6,8 @@
  *
  * These are the building blocks of link, unlink and log replay; they keep
  * the directory's i_size (2 bytes per name byte, one for each of the two
- * entries) but leave link counts to their callers, who know the policy.
+ * entries) and sequence (one per name added or removed, the kernel's
+ * i_version) but leave link counts to their callers, who know the policy.
  */
 #ifndef TLOG_DIR_ITEM_H
 #define TLOG_DIR_ITEM_H
@@ -62,7 +63,9 @@ int btrfs_dir_size_add(struct tlog_trans *trans, struct btrfs_root *root, u64 di
 
 /*
  * Unlink (@dir, @name) of @ino like the kernel's unlink: its ref, both
- * directory entries, the directory's size, and one link of @ino.
+ * directory entries, the directory's size and sequence, and one link of
+ * @ino, whose sequence goes up and whose ctime becomes the transaction's
+ * time (trans->now).
  */
 int btrfs_unlink_name(struct tlog_trans *trans, struct btrfs_root *root, u64 dir, u64 ino,
 		      const char *name, u16 len);

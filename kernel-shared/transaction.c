@@ -196,6 +196,17 @@ static const struct tlog_trans_ops image_trans_ops = {
 	.cow_tree_block = btrfs_update_ref_for_cow,
 };
 
+static struct btrfs_timespec clock_now(void)
+{
+	struct btrfs_timespec now;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	btrfs_set_timespec_sec(&now, (u64)ts.tv_sec);
+	btrfs_set_timespec_nsec(&now, (u32)ts.tv_nsec);
+	return now;
+}
+
 int tlog_trans_start_flags(struct tlog_fs *fs, unsigned int flags, struct tlog_trans **ret)
 {
 	struct trans_state *st;
@@ -216,7 +227,7 @@ int tlog_trans_start_flags(struct tlog_fs *fs, unsigned int flags, struct tlog_t
 		return err;
 	}
 	st->trans = (struct tlog_trans){ .fs = fs, .transid = fs->generation + 1,
-					 .ops = &image_trans_ops, .priv = st };
+					 .now = clock_now(), .ops = &image_trans_ops, .priv = st };
 	st->system_reserve = 16ULL * fs->nodesize;
 	st->flags = flags;
 	*ret = &st->trans;

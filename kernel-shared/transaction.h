@@ -33,6 +33,13 @@ struct tlog_trans_ops {
 struct tlog_trans {
 	struct tlog_fs *fs;
 	u64 transid;
+	/*
+	 * The clock, read once when the transaction starts: what the kernel
+	 * would call the current time for changes made in it (the ctime of
+	 * an inode that loses a name in log replay).  One reading for the
+	 * whole transaction keeps its changes consistent with each other.
+	 */
+	struct btrfs_timespec now;
 	const struct tlog_trans_ops *ops;
 	void *priv;			/* the allocator's state */
 };

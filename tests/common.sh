@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Helpers sourced by every test script.  A test script exits 0 (pass),
 # 1 (fail) or 77 (skip, with the reason on stdout).
+#
+# In CI nothing may pass by not running: with TLOG_NO_SKIP=1 (set by
+# .ci/run) or CI=true (set by CI services) every skip is a failure.
+# TLOG_REQUIRE_KERNEL=1, its older name, still works.
 set -u
 set -o pipefail
 
@@ -36,7 +40,16 @@ fail() {
 	exit 1
 }
 
+# Whether a skip must fail (see the top of this file).
+no_skip() {
+	[ "${TLOG_NO_SKIP:-0}" = 1 ] || [ "${CI:-}" = true ] || [ "${TLOG_REQUIRE_KERNEL:-0}" = 1 ]
+}
+
 skip() {
+	if no_skip; then
+		echo "FAIL: cannot run, and skips are failures here (TLOG_NO_SKIP/CI): $*"
+		exit 1
+	fi
 	echo "SKIP: $*"
 	exit 77
 }
@@ -74,23 +87,15 @@ need_cmd() {
 }
 
 # Loop mounts need root and a kernel with btrfs.
-# With TLOG_REQUIRE_KERNEL=1 (CI) a missing capability fails instead.
-skip_or_fail() {
-	if [ "${TLOG_REQUIRE_KERNEL:-0}" = 1 ]; then
-		fail "kernel test cannot run: $*"
-	fi
-	skip "$@"
-}
-
 need_mount() {
-	[ "$(id -u)" = 0 ] || skip_or_fail "kernel tests need root (loop mounts)"
+	[ "$(id -u)" = 0 ] || skip "kernel tests need root (loop mounts)"
 	grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || true
-	grep -qw btrfs /proc/filesystems || skip_or_fail "the kernel has no btrfs"
+	grep -qw btrfs /proc/filesystems || skip "the kernel has no btrfs"
 	local probe="$TMP/probe.img" dir="$TMP/probe.mnt"
 	truncate -s 128M "$probe" && mkfs.btrfs -q -f "$probe" >/dev/null 2>&1 ||
-		skip_or_fail "mkfs.btrfs cannot make a probe image"
+		skip "mkfs.btrfs cannot make a probe image"
 	mkdir -p "$dir"
-	mount -o loop "$probe" "$dir" 2>/dev/null || skip_or_fail "loop mount does not work here"
+	mount -o loop "$probe" "$dir" 2>/dev/null || skip "loop mount does not work here"
 	umount "$dir"
 	rm -f "$probe"
 }

@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 # Run the whole suite: Criterion unit tests, then tests/cli and tests/kernel
-# scripts.  Prints one line per script and closes with "N passed, N failed".
+# scripts.  Prints one line per script and closes with "N passed, N failed,
+# N skipped".  A test that cannot run says SKIP and why; with TLOG_NO_SKIP=1
+# (.ci/run) or CI=true it is a failure instead (see tests/common.sh).
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILDDIR=$TOP
@@ -18,13 +20,42 @@ export TOP BUILDDIR
 passed=0 failed=0 skipped=0
 failures=()
 
-if [ -x "$BUILDDIR/tests/unit/unit-tests" ] && [ -z "$FILTER" ]; then
-	echo "== unit tests (Criterion)"
-	if "$BUILDDIR/tests/unit/unit-tests" --jobs 2; then
-		passed=$((passed + 1))
-	else
+no_skip() {
+	[ "${TLOG_NO_SKIP:-0}" = 1 ] || [ "${CI:-}" = true ] || [ "${TLOG_REQUIRE_KERNEL:-0}" = 1 ]
+}
+
+# report_skip NAME REASON: a SKIP line, or in CI a FAIL line
+report_skip() {
+	if no_skip; then
+		echo "FAIL  $1: cannot run, and skips are failures here (TLOG_NO_SKIP/CI): $2"
 		failed=$((failed + 1))
-		failures+=("unit-tests")
+		failures+=("$1")
+	else
+		echo "SKIP  $1: $2"
+		skipped=$((skipped + 1))
+	fi
+}
+
+# Why the Criterion binary is missing: configured without it, or not built.
+unit_tests_missing() {
+	if grep -q '^S\["ENABLE_TESTS_TRUE"\]="#"' "$BUILDDIR/config.status" 2>/dev/null; then
+		echo "configured with --disable-tests: no Criterion unit tests (apt-get install libcriterion-dev)"
+	else
+		echo "tests/unit/unit-tests is not built (make check builds it)"
+	fi
+}
+
+if [ -z "$FILTER" ]; then
+	if [ -x "$BUILDDIR/tests/unit/unit-tests" ]; then
+		echo "== unit tests (Criterion)"
+		if "$BUILDDIR/tests/unit/unit-tests" --jobs 2; then
+			passed=$((passed + 1))
+		else
+			failed=$((failed + 1))
+			failures+=("unit-tests")
+		fi
+	else
+		report_skip unit-tests "$(unit_tests_missing)"
 	fi
 fi
 
@@ -39,7 +70,7 @@ for t in "$TOP"/tests/cli/*.sh "$TOP"/tests/kernel/*.sh; do
 	secs=$(( $(date +%s) - start ))
 	case $rc in
 	0)  echo "PASS  $name (${secs}s)"; passed=$((passed + 1)) ;;
-	77) echo "SKIP  $name: $(grep -m1 '^SKIP' "$log")"; skipped=$((skipped + 1)) ;;
+	77) report_skip "$name" "$(sed -n 's/^SKIP: //p' "$log" | head -1)" ;;
 	*)  echo "FAIL  $name (exit $rc)"; sed 's/^/      /' "$log" | tail -40
 	    failed=$((failed + 1)); failures+=("$name") ;;
 	esac

@@ -4,7 +4,7 @@
 # read by dump-super and dump-tree: no crash, no hang, no sanitizer report,
 # and a failure is one clear error line.
 . "$(dirname "$0")/../common.sh"
-need_cmd xz
+need_cmd xz btrfs-image
 
 [ -d "$CORPUS/btrfs-progs/tests" ] || skip "corpus not found at $CORPUS"
 
@@ -33,18 +33,14 @@ for x in "$CORPUS"/btrfs-progs/tests/fuzz-tests/images/*.raw.xz; do
 	check_one "$TMP/img" "$(basename "$x")"
 done
 
-# Log-tree metadumps need btrfs-image to restore them.
-if command -v btrfs-image >/dev/null; then
-	for x in $(find "$CORPUS/btrfs-progs/tests" -name '*.img.xz'); do
-		xz -dc "$x" > "$TMP/dump" || fail "cannot decompress $x"
-		btrfs-image -r "$TMP/dump" "$TMP/img" >/dev/null 2>&1 || fail "btrfs-image -r $x"
-		check_one "$TMP/img" "$(basename "$(dirname "$x")")/$(basename "$x")"
-		# these are valid images with a log: the log tree must be shown
-		tl dump-tree -t log "$TMP/img" > "$TMP/log.out" || fail "$x: dump-tree -t log"
-		grep -q '^log root tree' "$TMP/log.out" || fail "$x: no log root tree shown"
-		grep -q 'INODE_ITEM' "$TMP/log.out" || fail "$x: log tree items not shown"
-	done
-else
-	echo "btrfs-image not installed: log-tree metadumps not checked"
-fi
+# Log-tree metadumps, restored by btrfs-image.
+for x in $(find "$CORPUS/btrfs-progs/tests" -name '*.img.xz'); do
+	xz -dc "$x" > "$TMP/dump" || fail "cannot decompress $x"
+	btrfs-image -r "$TMP/dump" "$TMP/img" >/dev/null 2>&1 || fail "btrfs-image -r $x"
+	check_one "$TMP/img" "$(basename "$(dirname "$x")")/$(basename "$x")"
+	# these are valid images with a log: the log tree must be shown
+	tl dump-tree -t log "$TMP/img" > "$TMP/log.out" || fail "$x: dump-tree -t log"
+	grep -q '^log root tree' "$TMP/log.out" || fail "$x: no log root tree shown"
+	grep -q 'INODE_ITEM' "$TMP/log.out" || fail "$x: log tree items not shown"
+done
 echo "$n images, $ok commands succeeded, $errors failed cleanly"

@@ -5,7 +5,7 @@
 # checksums, node sizes, profiles, features and sizes; bad options and
 # occupied targets give one clear error and leave the target untouched.
 . "$(dirname "$0")/../common.sh"
-need_cmd btrfs blkid
+need_cmd btrfs blkid mkfs.btrfs mkfs.ext4
 
 img="$TMP/img"
 
@@ -136,20 +136,16 @@ tl mkfs -q -m single -b 21M "$TMP/tiny" || fail "the minimum single size is refu
 check_image "tiny" "$TMP/tiny" ""
 
 # an existing filesystem is overwritten only with -f, and named
-if command -v mkfs.ext4 > /dev/null; then
-	rm -f "$img"; truncate -s 256M "$img"
-	mkfs.ext4 -q -F "$img" > /dev/null 2>&1 || fail "mkfs.ext4"
-	sum=$(md5sum < "$img")
-	expect_error "ext4.*-f" "$TLOGCTL" mkfs "$img"
-	[ "$(md5sum < "$img")" = "$sum" ] || fail "the ext4 image was changed without -f"
-	tl mkfs -q -f "$img" || fail "mkfs -f over ext4"
-	check_image "over ext4" "$img" ""
-	blkid -p -o export "$img" | grep -c '^TYPE=' | grep -qx 1 || fail "ext4 signature left over"
-fi
-if command -v mkfs.btrfs > /dev/null; then
-	make_image "$img" 1G -L old
-	expect_error "btrfs.*-f" "$TLOGCTL" mkfs "$img"
-	tl mkfs -q -f -L new "$img" || fail "mkfs -f over btrfs"
-	check_image "over btrfs" "$img" new
-fi
+rm -f "$img"; truncate -s 256M "$img"
+mkfs.ext4 -q -F "$img" > /dev/null 2>&1 || fail "mkfs.ext4"
+sum=$(md5sum < "$img")
+expect_error "ext4.*-f" "$TLOGCTL" mkfs "$img"
+[ "$(md5sum < "$img")" = "$sum" ] || fail "the ext4 image was changed without -f"
+tl mkfs -q -f "$img" || fail "mkfs -f over ext4"
+check_image "over ext4" "$img" ""
+blkid -p -o export "$img" | grep -c '^TYPE=' | grep -qx 1 || fail "ext4 signature left over"
+make_image "$img" 1G -L old
+expect_error "btrfs.*-f" "$TLOGCTL" mkfs "$img"
+tl mkfs -q -f -L new "$img" || fail "mkfs -f over btrfs"
+check_image "over btrfs" "$img" new
 exit 0

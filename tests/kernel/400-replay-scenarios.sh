@@ -17,8 +17,11 @@
 # holes, xattrs, directory order; btrfs check clean) and fiemap, seek, cat
 # and ls on the unreplayed copy must answer what the kernel answers after
 # its replay, and with --no-log what a ro,rescue=nologreplay mount answers
-# (see helpers/replay-lib.sh).  The harness first checks that it notices a
-# spoilt replay and answers from the wrong view; replay-log's interface
+# (see helpers/replay-lib.sh); the inode items of the two replays must be
+# the same too (sequence, exact timestamps), but for the ctime the replay
+# gives an inode that loses a name: the time of each replay.  The harness
+# first checks that it notices a spoilt replay, a ctime left as it was and
+# answers from the wrong view; replay-log's interface
 # (--dry-run, --format json, a second run, a missing image) is checked on
 # one image.  TLOG_ONLY=PATTERN runs the matching scenarios only.
 . "$(dirname "$0")/../common.sh"
@@ -189,6 +192,26 @@ self_check() {
 	{ cat "$TMP/self.log"; fail "the harness did not notice a spoilt replay"; }
 grep -q '/d/z: sha256 differs' "$TMP/self.log" || { cat "$TMP/self.log"; fail "harness self-check"; }
 echo "ok    harness self-check (a spoilt replay is noticed)"
+# A replay that leaves the ctime of an inode that lost a name alone (B's
+# inode items with every replay-time ctime put back to the mtime) must fail.
+forget_replay_ctimes() {
+	python3 - "$1" "$2" <<-'PY'
+	import json, sys
+	path, crash = sys.argv[1], int(sys.argv[2])
+	rec = json.load(open(path))
+	for e in rec.values():
+	    if e["ctime"]["sec"] * 10**9 + e["ctime"]["nsec"] > crash:
+	        e["ctime"] = e["mtime"]
+	json.dump(rec, open(path, "w"))
+	PY
+}
+( SCN_DIR="$TMP/self3"; mkdir -p "$SCN_DIR"; MOUNTS=(); LOOPS=(); trap scenario_cleanup EXIT
+  TLOG_BREAK_ITEMS='forget_replay_ctimes "$d/B.inodes.json" "$crash_time"' \
+	scenario "$SCN/007-rename-over-existing-file.tlw" self-check-ctime ) > "$TMP/self.log" 2>&1 &&
+	{ cat "$TMP/self.log"; fail "the harness did not notice a replay that keeps the old ctime"; }
+grep -q 'ctime differs' "$TMP/self.log" && grep -q 'kernel: .*(replay time' "$TMP/self.log" ||
+	{ cat "$TMP/self.log"; fail "harness self-check of the replay's ctime"; }
+echo "ok    harness self-check (a ctime not set to the replay's time is noticed)"
 # The query comparison notices answers from the wrong view: tlogctl's
 # committed view (--no-log) asked against the kernel's replay.
 qself() {
@@ -207,7 +230,7 @@ grep -q 'MISMATCH \[log view\] tlogctl .* /d/z' "$TMP/self.log" ||
 echo "ok    harness self-check (answers of the wrong view are noticed)"
 
 # --- replay-log's own interface on one crash image ---------------------------
-if [ $HAVE_REPLAY = 1 ]; then
+if [ $REPLAY_SELFTEST = 0 ]; then
 	iface() {
 		make_crash_image "$SCN/007-rename-over-existing-file.tlw" "$SCN_DIR/c.img"
 		cp --sparse=always "$SCN_DIR/c.img" "$SCN_DIR/j.img"

@@ -11,7 +11,7 @@
 # how much (200).
 . "$(dirname "$0")/../common.sh"
 . "$(dirname "$0")/helpers/replay-lib.sh"
-need_cmd mkfs.btrfs python3 xfs_io
+need_cmd mkfs.btrfs python3 xfs_io setfattr
 need_mount
 FUZZ="$TOP/tests/tools/imgfuzz.py"
 

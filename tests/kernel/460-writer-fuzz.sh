@@ -48,7 +48,7 @@
 # mutation as imgfuzz.py prints it), TLOG_FUZZ_BASE="dup single".
 . "$(dirname "$0")/../common.sh"
 . "$(dirname "$0")/helpers/replay-lib.sh"
-need_cmd mkfs.btrfs btrfs python3 xfs_io
+need_cmd mkfs.btrfs btrfs python3 xfs_io setfattr
 need_mount
 FUZZ="$TOP/tests/tools/imgfuzz.py"
 tl replay-log --help > /dev/null 2>&1 || fail "tlogctl has no replay-log command"

@@ -5,6 +5,8 @@
 usage: treecmp.py walk MNT OUT.json [--diff [--labels A,B] REF.json]
        treecmp.py diff [--labels A,B] A.json B.json
        treecmp.py files [--limit N] A.json [B.json ...]
+       treecmp.py inodes TLOGCTL IMG OUT.json
+       treecmp.py inodes-diff [--labels A,B] --replay-time CRASH A0 A1 B0 B1 A.json B.json
 
 walk: for every path under MNT (the mount point itself is "/"): inode
 number, type, mode, uid, gid, size, nlink, st_blocks, inode flags (files and
@@ -19,12 +21,26 @@ exits 1 when there is any difference.
 
 files: the regular files of the given records, sorted, the first N
 (default 50) of their union, one per line.
+
+inodes: every inode item of every subvolume tree of the unmounted image
+IMG, all fields (what a mount does not show: sequence, transid,
+generation, exact timestamps; orphans too), read with tlogctl dump-tree.
+
+inodes-diff: compares two such records of two replays of the same crash
+image, A and B, which ran at different times: CRASH is when the crash
+image was copied (ns since the epoch; every time it holds is older), A0-A1
+and B0-B1 the wall-clock windows of the two replays.  A timestamp later
+than CRASH was set by the replay ("replay time": it must lie in its own
+replay's window, give or take SLACK_NS for coarse kernel clocks); where
+one side has replay time the other must have it too, any other timestamp
+must be equal, and so must every other field.  Exits 1 on a difference.
 """
 import fcntl
 import hashlib
 import json
 import os
 import stat
+import subprocess
 import sys
 
 
@@ -175,6 +191,80 @@ def diff(a, b, la, lb):
     return bad
 
 
+LAST_FREE_OBJECTID = (1 << 64) - 256
+TIMES = ("atime", "ctime", "mtime", "otime")
+SLACK_NS = 200 * 1000 * 1000
+
+
+def inode_items(tlogctl, img):
+    """{"SUBVOL:INO": inode item fields} of every subvolume tree of img"""
+    p = subprocess.run([tlogctl, "dump-tree", "--format", "json", img],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        sys.exit("tlogctl dump-tree %s failed: %s" % (img, p.stderr.decode(errors="replace")))
+    rec = {}
+    for t in json.loads(p.stdout)["trees"]:
+        tree = t["objectid"]
+        if tree != 5 and not 256 <= tree < LAST_FREE_OBJECTID:
+            continue
+        for b in t["blocks"]:
+            for it in b.get("items", []):
+                if it["key"]["type"] == 1:  # INODE_ITEM
+                    rec["%d:%d" % (tree, it["key"]["objectid"])] = it["data"]
+    return rec
+
+
+def ns(ts):
+    return ts["sec"] * 1000000000 + ts["nsec"]
+
+
+def show_time(t, crash):
+    if t > crash:
+        return "%d.%09d (replay time, %.3f s after the crash copy)" % (
+            t // 1000000000, t % 1000000000, (t - crash) / 1e9)
+    return "%d.%09d (from the crash image)" % (t // 1000000000, t % 1000000000)
+
+
+def time_problem(t, crash, start, end):
+    """why t cannot be what a replay between start and end left, or None"""
+    if t > crash and not start - SLACK_NS <= t <= end + SLACK_NS:
+        return "later than the crash copy but outside its replay (%.3f s to %.3f s after it)" % (
+            (start - crash) / 1e9, (end - crash) / 1e9)
+    return None
+
+
+def inodes_diff(a, b, la, lb, crash, wa, wb):
+    bad = 0
+    for k in sorted(set(a) | set(b), key=lambda k: tuple(int(x) for x in k.split(":"))):
+        if k not in b or k not in a:
+            print("inode %s only in %s" % (k, la if k in a else lb))
+            bad += 1
+            continue
+        ea, eb = a[k], b[k]
+        for f in sorted(set(ea) | set(eb)):
+            va, vb = ea.get(f), eb.get(f)
+            if f in TIMES and va is not None and vb is not None:
+                ta, tb = ns(va), ns(vb)
+                why = [(l, p) for l, p in ((la, time_problem(ta, crash, *wa)),
+                                           (lb, time_problem(tb, crash, *wb))) if p]
+                same = (ta > crash and tb > crash) or ta == tb
+                if same and not why:
+                    continue
+                bad += 1
+                print("inode %s (mode %o): %s differs" % (k, ea.get("mode", 0), f))
+                print("    %-8s %s" % (la + ":", show_time(ta, crash)))
+                print("    %-8s %s" % (lb + ":", show_time(tb, crash)))
+                for l, p in why:
+                    print("    %s's time is %s" % (l, p))
+                continue
+            if va != vb:
+                bad += 1
+                print("inode %s (mode %o): %s differs" % (k, ea.get("mode", 0), f))
+                print("    %-8s %s" % (la + ":", show(va) if va is not None else "(none)"))
+                print("    %-8s %s" % (lb + ":", show(vb) if vb is not None else "(none)"))
+    return bad
+
+
 def main():
     argv = sys.argv[1:]
     if not argv:
@@ -221,6 +311,23 @@ def main():
         for p in sorted(paths)[:limit]:
             print(p)
         return 0
+    if cmd == "inodes" and len(argv) == 3:
+        with open(argv[2], "w") as fh:
+            json.dump(inode_items(argv[0], argv[1]), fh, sort_keys=True, indent=0)
+        return 0
+    if cmd == "inodes-diff":
+        la, lb = "A", "B"
+        if argv and argv[0] == "--labels":
+            la, lb = argv[1].split(",", 1)
+            argv = argv[2:]
+        if len(argv) != 8 or argv[0] != "--replay-time":
+            sys.exit(__doc__)
+        crash, a0, a1, b0, b1 = (int(x) for x in argv[1:6])
+        a, b = (json.load(open(f)) for f in argv[6:8])
+        n = inodes_diff(a, b, la, lb, crash, (a0, a1), (b0, b1))
+        if n:
+            print("%d inode item difference(s) between %s and %s" % (n, la, lb))
+        return 1 if n else 0
     sys.exit(__doc__)
 
 

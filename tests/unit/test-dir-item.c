@@ -693,6 +693,62 @@ Test(dir_item, unlink)
 	check_tree();
 }
 
+static void set_times(u64 ino, u64 sec, u64 sequence)
+{
+	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
+	struct btrfs_inode_item ii = get_inode(ino);
+	bool changed;
+
+	btrfs_set_timespec_sec(&ii.ctime, sec);
+	btrfs_set_timespec_sec(&ii.mtime, sec);
+	btrfs_set_inode_item_sequence(&ii, sequence);
+	cr_assert_eq(btrfs_overwrite_item(&F.trans, &F.root, &key, &ii, sizeof(ii), &changed), 0);
+}
+
+/*
+ * As the kernel's unlink in log replay: the inode that loses the name
+ * gets the transaction's time as ctime and one more sequence; the
+ * directory one more sequence per name added or removed, its times kept.
+ */
+Test(dir_item, unlink_times_and_sequence)
+{
+	struct btrfs_inode_item dir, file;
+
+	btrfs_set_timespec_sec(&F.trans.now, 2000);
+	btrfs_set_timespec_nsec(&F.trans.now, 123);
+	make_inode(DIR, S_IFDIR | 0755, 1);
+	make_inode(FILE1, S_IFREG | 0644, 2);
+	set_times(DIR, 1000, 10);
+	set_times(FILE1, 1000, 20);
+	link_name("a", FILE1, 2);
+	link_name("b", FILE1, 3);
+	dir = get_inode(DIR);
+	cr_assert_eq(btrfs_inode_item_sequence(&dir), 12);
+	file = get_inode(FILE1);
+	cr_assert_eq(btrfs_inode_item_sequence(&file), 20, "a new name alone is no change of the inode");
+	cr_assert_eq(btrfs_timespec_sec(&file.ctime), 1000);
+
+	cr_assert_eq(unlink_name(FILE1, "a"), 0, "%s", tlog_error_get());
+	file = get_inode(FILE1);
+	cr_assert_eq(btrfs_timespec_sec(&file.ctime), 2000);
+	cr_assert_eq(btrfs_timespec_nsec(&file.ctime), 123);
+	cr_assert_eq(btrfs_timespec_sec(&file.mtime), 1000);
+	cr_assert_eq(btrfs_inode_item_sequence(&file), 21);
+	dir = get_inode(DIR);
+	cr_assert_eq(btrfs_inode_item_sequence(&dir), 13);
+	cr_assert_eq(btrfs_timespec_sec(&dir.ctime), 1000);
+	cr_assert_eq(btrfs_timespec_sec(&dir.mtime), 1000);
+	cr_assert_eq(btrfs_inode_item_transid(&file), TRANSID);
+
+	/* a failed unlink changes nothing */
+	cr_assert_eq(unlink_name(FILE1, "a"), -EUCLEAN);
+	file = get_inode(FILE1);
+	dir = get_inode(DIR);
+	cr_assert_eq(btrfs_inode_item_sequence(&file), 21);
+	cr_assert_eq(btrfs_inode_item_sequence(&dir), 13);
+	check_tree();
+}
+
 Test(dir_item, unlink_colliding_names)
 {
 	make_inode(DIR, S_IFDIR | 0755, 1);

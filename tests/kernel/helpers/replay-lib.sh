@@ -19,10 +19,17 @@
 #    crash image answer what the kernel answers on A, and with --no-log
 #    what it answers on a ro,rescue=nologreplay mount of the crash image
 #    (tests/tools/qcmp.py; at most REPLAY_QUERY_FILES files and as many
-#    directories per scenario, default 50).
-# With TLOG_REPLAY_SELFTEST=1 (automatic while tlogctl has no replay-log)
-# B is a second kernel replay: the harness checking itself, every tree
-# diff must be empty, and only the committed view is queried.
+#    directories per scenario, default 50);
+#  - the inode items of A and B, read from the unmounted images, are the
+#    same (treecmp.py inodes-diff: sequence, transid, exact timestamps,
+#    orphans), except that a timestamp the kernel's replay set to its
+#    clock (the ctime of an inode that lost a name) must be B's replay
+#    time in B: the crash image is copied at CRASH_TIME, and both replays
+#    run later, each within its measured window.
+# Only with TLOG_REPLAY_SELFTEST=1 is B a second kernel replay: the harness
+# checking itself, every diff must be empty, only the committed view is
+# queried.  Never automatically: a tlogctl without a working replay-log or
+# --no-log fails the test.
 #
 # Scenario scripts may carry directives in comments:
 #   # @mkfs: OPTIONS     extra mkfs.btrfs options (e.g. -O ^no-holes)
@@ -42,30 +49,25 @@ TREECMP="$TOP/tests/tools/treecmp.py"
 QCMP="$TOP/tests/tools/qcmp.py"
 : "${REPLAY_QUERY_FILES:=50}"
 
-# replay_init: decide the mode once per test script.
+# replay_init: the mode, once per test script.  REPLAY_SELFTEST=1 only
+# when asked for: a broken tlogctl must fail, not turn the comparison into
+# the kernel against itself.
 replay_init() {
-	HAVE_REPLAY=0
-	HAVE_NOLOG=0
-	if [ "${TLOG_REPLAY_SELFTEST:-0}" != 1 ] && tl replay-log --help >/dev/null 2>&1; then
-		HAVE_REPLAY=1
+	REPLAY_SELFTEST=0
+	if [ "${TLOG_REPLAY_SELFTEST:-0}" = 1 ]; then
+		no_skip && fail "TLOG_REPLAY_SELFTEST=1 compares the kernel with itself: not in CI"
+		REPLAY_SELFTEST=1
+		echo "mode: harness self-test (TLOG_REPLAY_SELFTEST=1: B is a second kernel replay)"
+		return
 	fi
-	if tl fiemap --help 2>/dev/null | grep -q -- '--no-log'; then
-		HAVE_NOLOG=1
-	fi
-	if [ $HAVE_REPLAY = 1 ]; then
-		echo "mode: tlogctl replay-log against the kernel's replay"
-		[ $HAVE_NOLOG = 1 ] ||
-			echo "NOTE: the query commands have no --no-log: committed-view queries are not compared (the test fails at the end)"
-	else
-		echo "mode: harness self-test (no tlogctl replay-log: B is a second kernel replay)"
-	fi
-}
-
-# replay_finish: the verdict that does not belong to one scenario.
-replay_finish() {
-	if [ $HAVE_REPLAY = 1 ] && [ $HAVE_NOLOG = 0 ]; then
-		fail "tlogctl fiemap/seek/cat have no --no-log option"
-	fi
+	local t
+	tl replay-log --help >/dev/null 2>&1 ||
+		fail "tlogctl replay-log --help fails: nothing to compare with the kernel's replay"
+	for t in fiemap seek cat ls; do
+		tl $t --help 2>/dev/null | grep -q -- '--no-log' ||
+			fail "tlogctl $t has no --no-log: the committed view cannot be compared"
+	done
+	echo "mode: tlogctl replay-log against the kernel's replay"
 }
 
 # directive SCRIPT NAME: the value of "# @NAME: VALUE" in SCRIPT
@@ -106,6 +108,7 @@ make_crash_image() {
 		[ "${WL_STRICT:-0}" = 1 ] && fail "the scenario has operations that fail"
 	fi
 	cp --sparse=always "$src" "$img" || fail "cannot copy the live image"
+	CRASH_TIME=$(now_ns)
 	umount_image "$mnt"
 	rm -f "$src"
 	CRASH_LOG_ROOT=$(log_root_of "$img")
@@ -131,7 +134,7 @@ make_mixed_crash_image() {
 	xfs_io -f -c "pwrite 0 256k" "$mnt/d/big" > /dev/null
 	sync
 	xfs_io -f -c "pwrite 0 64k" -c "pwrite 128k 16k" "$mnt/d/new" > /dev/null
-	setfattr -n user.a -v 1 "$mnt/d/new" 2>/dev/null || true
+	setfattr -n user.a -v 1 "$mnt/d/new" || fail "setfattr on the mount"
 	ln "$mnt/d/new" "$mnt/e/link"
 	mv "$mnt/d/old1" "$mnt/d/old2"
 	rm "$mnt/d/old3"
@@ -145,10 +148,28 @@ make_mixed_crash_image() {
 	[ "$(log_root_of "$img")" != 0 ] || fail "the kernel left no log"
 }
 
-# kernel_replay IMG MNT: mount IMG rw (the kernel replays any log), leave it
-# mounted at MNT.
+now_ns() {
+	date +%s%N
+}
+
+# after_crash_copy T: wait until 50 ms have passed since T (ns), so that no
+# time the kernel's (coarse, one tick behind) clock gives a replay can be
+# taken for one the crash image already held
+after_crash_copy() {
+	local left=$(( $1 + 50000000 - $(now_ns) ))
+	[ $left -le 0 ] || sleep "0.$(printf '%09d' $left)"
+}
+
+# kernel_replay IMG MNT: the kernel's replay of IMG, as for A (a ro mount
+# of a writable loop device replays and commits, no orphan cleanup).
 kernel_replay() {
-	mount_image "$1" "$2"
+	mount_image "$1" "$2" ro
+	umount_image "$2"
+}
+
+# inode_items IMG OUT: the inode items of IMG's subvolumes (treecmp.py inodes)
+inode_items() {
+	python3 -S "$TREECMP" inodes "$TLOGCTL" "$1" "$2" || fail "cannot read the inode items of $1"
 }
 
 # compare_replay CRASH_IMG NAME: see the top of this file.  Fails the
@@ -159,6 +180,9 @@ compare_replay() {
 	mkdir -p "$d"
 	local log_root=${CRASH_LOG_ROOT:-}
 	[ -n "$log_root" ] || log_root=$(log_root_of "$crash")
+	# a crash image not made here (a metadump) is older than this anyway
+	local crash_time=${CRASH_TIME:-$(now_ns)} a0 a1 b0 b1
+	after_crash_copy "$crash_time"
 
 	# A: the kernel's replay: a ro mount of a writable loop device replays
 	# and commits, but leaves the inodes that the replay orphaned (no
@@ -167,16 +191,13 @@ compare_replay() {
 	# N: the committed state, as ro,rescue=nologreplay shows it.  Both
 	# walked, then queried.
 	cp --sparse=always "$crash" "$d/A.img"
+	a0=$(now_ns)
 	mount_image "$d/A.img" "$d/mA" ro
+	a1=$(now_ns)
 	cp --sparse=always "$crash" "$d/N.img"
 	mount_image "$d/N.img" "$d/mN" ro,rescue=nologreplay
-	local qlog=skip qnolog=skip
-	[ $HAVE_REPLAY = 1 ] && qlog=-
-	if [ $HAVE_NOLOG = 1 ]; then
-		qnolog=--no-log
-	elif [ $HAVE_REPLAY = 0 ]; then
-		qnolog=-
-	fi
+	local qlog=- qnolog=--no-log
+	[ $REPLAY_SELFTEST = 1 ] && qlog=skip
 	python3 -S "$QCMP" --limit "$REPLAY_QUERY_FILES" \
 		--view "log view" "$d/mA" "$d/A.json" "$qlog" \
 		--view "no-log view" "$d/mN" "$d/N.json" "$qnolog" \
@@ -191,6 +212,7 @@ compare_replay() {
 	fi
 	umount_image "$d/mN"
 	umount_image "$d/mA"
+	inode_items "$d/A.img" "$d/A.inodes.json"
 	# REPLAY_CHECK_A=1: btrfs check the kernel's result too; when it is not
 	# clean either (a metadump without data, say), B need not be
 	local a_clean=1
@@ -205,7 +227,7 @@ compare_replay() {
 
 	# B: tlogctl's replay (or, in self-test mode, the kernel's again)
 	cp --sparse=always "$crash" "$d/B.img"
-	if [ $HAVE_REPLAY = 1 ]; then
+	if [ $REPLAY_SELFTEST = 0 ]; then
 		local before after
 		before=$(img_digest "$d/B.img")
 		run_nocrash "$d/dry" "$TLOGCTL" replay-log --dry-run "$d/B.img" ||
@@ -214,7 +236,9 @@ compare_replay() {
 			sed -n '1,20p' "$d/dry.err"; fail "$name: replay-log --dry-run exited $(cat "$d/dry.rc")"; }
 		after=$(img_digest "$d/B.img")
 		[ "$before" = "$after" ] || fail "$name: replay-log --dry-run changed the image"
+		b0=$(now_ns)
 		run_nocrash "$d/rl" "$TLOGCTL" replay-log "$d/B.img" || fail "$name: replay-log crashed"
+		b1=$(now_ns)
 		rc=$(cat "$d/rl.rc")
 		if [ "$rc" != 0 ]; then
 			sed -n '1,30p' "$d/rl.err"
@@ -233,10 +257,21 @@ compare_replay() {
 				"$d/check.out" | head -25
 			bad=1
 		}
-		mount_image "$d/B.img" "$d/mB"
 	else
+		b0=$(now_ns)
 		kernel_replay "$d/B.img" "$d/mB"
+		b1=$(now_ns)
 	fi
+	inode_items "$d/B.img" "$d/B.inodes.json"
+	# the harness checking itself: deliberately spoilt inode items must be noticed
+	if [ -n "${TLOG_BREAK_ITEMS:-}" ]; then
+		eval "$TLOG_BREAK_ITEMS"
+	fi
+	python3 -S "$TREECMP" inodes-diff --labels kernel,tlogctl \
+		--replay-time "$crash_time" "$a0" "$a1" "$b0" "$b1" \
+		"$d/A.inodes.json" "$d/B.inodes.json" > "$d/inodes.diff" 2>&1 ||
+		[ -s "$d/inodes.diff" ] || echo "treecmp.py inodes-diff failed" > "$d/inodes.diff"
+	mount_image "$d/B.img" "$d/mB"
 	# the harness checking itself: a deliberately spoilt B must be noticed
 	if [ -n "${TLOG_BREAK_B:-}" ]; then
 		eval "$TLOG_BREAK_B"
@@ -244,7 +279,7 @@ compare_replay() {
 	python3 -S "$TREECMP" walk "$d/mB" "$d/B.json" --diff --labels kernel,tlogctl "$d/A.json" \
 		> "$d/tree.diff" 2>&1 || rc=$?
 	umount_image "$d/mB"
-	if [ $HAVE_REPLAY = 1 ]; then
+	if [ $REPLAY_SELFTEST = 0 ]; then
 		[ $bad = 1 ] || btrfs check --readonly "$d/B.img" > "$d/check.out" 2>&1 || [ $a_clean = 0 ] || {
 			echo "FAIL: $name: btrfs check finds errors after a rw mount of the tlogctl replay:"
 			tail -25 "$d/check.out"
@@ -256,6 +291,11 @@ compare_replay() {
 	if [ -s "$d/tree.diff" ]; then
 		echo "FAIL: $name: the tlogctl replay differs from the kernel's:"
 		head -"${TLOG_DIFF_LINES:-60}" "$d/tree.diff"
+		bad=1
+	fi
+	if [ -s "$d/inodes.diff" ]; then
+		echo "FAIL: $name: the inode items of the tlogctl replay differ from the kernel's:"
+		head -"${TLOG_DIFF_LINES:-60}" "$d/inodes.diff"
 		bad=1
 	fi
 	[ $bad = 0 ] || exit 1
@@ -321,7 +361,6 @@ scenario_summary() {
 	echo
 	echo "$1: $SCN_PASSED passed, $SCN_FAILED failed"
 	[ $SCN_FAILED = 0 ] || fail "$SCN_FAILED scenario(s) failed: ${SCN_FAILURES[*]}"
-	replay_finish
 }
 
 # scenario SCRIPT NAME [mkfs options...]: the whole check of one script
