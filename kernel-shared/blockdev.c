@@ -243,6 +243,7 @@ int tlog_bdev_open_file(const char *path, int mode, struct tlog_bdev **ret)
 	bdev = calloc(1, sizeof(*bdev));
 	if (!bdev || !(bdev->name = strdup(path)))
 		goto fail;
+	bdev->refs = 1;
 	bdev->priv = fb;
 	bdev->ops = &file_bdev_ops;
 	bdev->writable = mode & TLOG_BDEV_RDWR;
@@ -263,9 +264,15 @@ fail:
 	return err;
 }
 
+struct tlog_bdev *tlog_bdev_get(struct tlog_bdev *bdev)
+{
+	bdev->refs++;
+	return bdev;
+}
+
 void tlog_bdev_close(struct tlog_bdev *bdev)
 {
-	if (!bdev)
+	if (!bdev || --bdev->refs > 0)
 		return;
 	bdev->ops->close(bdev);
 	free(bdev->name);
@@ -432,6 +439,7 @@ int tlog_bdev_wrap_fault(struct tlog_bdev *inner, int mode, u64 nth, struct tlog
 	fb->inner = inner;
 	fb->mode = mode;
 	fb->nth = nth;
+	bdev->refs = 1;
 	bdev->priv = fb;
 	bdev->ops = &fault_bdev_ops;
 	bdev->size = inner->size;
@@ -439,4 +447,58 @@ int tlog_bdev_wrap_fault(struct tlog_bdev *inner, int mode, u64 nth, struct tlog
 	bdev->is_blockdev = inner->is_blockdev;
 	*ret = bdev;
 	return 0;
+}
+
+/* ---- memory devices ---- */
+
+static u8 *mem_data(struct tlog_bdev *bdev)
+{
+	return bdev->priv;
+}
+
+static int mem_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
+{
+	memcpy(buf, mem_data(bdev) + offset, len);
+	return 0;
+}
+
+static int mem_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset)
+{
+	memcpy(mem_data(bdev) + offset, buf, len);
+	return 0;
+}
+
+static void mem_close(struct tlog_bdev *bdev)
+{
+	free(bdev->priv);
+}
+
+static const struct tlog_bdev_ops mem_bdev_ops = {
+	.read = mem_read,
+	.write = mem_write,
+	.close = mem_close,
+};
+
+int tlog_bdev_create_memory(const char *name, u64 size, struct tlog_bdev **ret)
+{
+	struct tlog_bdev *bdev = calloc(1, sizeof(*bdev));
+
+	if (!bdev || size > SIZE_MAX || !(bdev->name = strdup(name)) ||
+	    !(bdev->priv = calloc(1, size ? size : 1))) {
+		if (bdev)
+			free(bdev->name);
+		free(bdev);
+		return -ENOMEM;
+	}
+	bdev->refs = 1;
+	bdev->ops = &mem_bdev_ops;
+	bdev->size = size;
+	bdev->writable = true;
+	*ret = bdev;
+	return 0;
+}
+
+u8 *tlog_bdev_memory_data(struct tlog_bdev *bdev)
+{
+	return bdev->ops == &mem_bdev_ops ? mem_data(bdev) : NULL;
 }

@@ -27,6 +27,7 @@ struct tlog_bdev_ops {
 
 struct tlog_bdev {
 	const struct tlog_bdev_ops *ops;
+	int refs;		/* tlog_bdev_get() and tlog_bdev_close() */
 	char *name;		/* for messages */
 	u64 size;		/* bytes addressable */
 	bool writable;
@@ -50,7 +51,19 @@ struct tlog_bdev {
  * with -EIO.  Returns 0 or -errno, with the reason in the error context.
  */
 int tlog_bdev_open_file(const char *path, int mode, struct tlog_bdev **ret);
+/* Take a reference: the device is closed by the last tlog_bdev_close(). */
+struct tlog_bdev *tlog_bdev_get(struct tlog_bdev *bdev);
 void tlog_bdev_close(struct tlog_bdev *bdev);
+
+/*
+ * A device in memory of @size bytes, zeroed, for tests that need no file
+ * and no root: mkfs, transactions and replay run on it as on an image.
+ * Pages are only backed once written (calloc of a large size maps zero
+ * pages), so a 1 GiB device costs what is written to it.
+ */
+int tlog_bdev_create_memory(const char *name, u64 size, struct tlog_bdev **ret);
+/* The bytes of a memory device, to inspect or damage them; NULL for others. */
+u8 *tlog_bdev_memory_data(struct tlog_bdev *bdev);
 
 /*
  * Fault injection, for testing crash safety: a backend that passes

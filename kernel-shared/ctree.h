@@ -363,6 +363,13 @@ int btrfs_create_tree(struct tlog_trans *trans, struct btrfs_root *root);
 /* ---- open / close (disk-io.c) ---- */
 
 int tlog_open(const char *path, const struct tlog_open_opts *opts, struct tlog_fs **ret);
+/*
+ * The same on a device already open (a memory device in tests): the
+ * filesystem takes a reference of its own, which tlog_close() drops, so
+ * the caller may open the device again after closing the filesystem.
+ */
+int tlog_open_bdev(struct tlog_bdev *bdev, const struct tlog_open_opts *opts,
+		   struct tlog_fs **ret);
 void tlog_close(struct tlog_fs *fs);
 
 /* ---- roots (root-tree.c) ---- */

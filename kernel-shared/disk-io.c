@@ -882,25 +882,30 @@ static int check_image_size(struct tlog_fs *fs, const struct tlog_open_opts *opt
 	return 0;
 }
 
-int tlog_open(const char *path, const struct tlog_open_opts *opts, struct tlog_fs **ret)
+int tlog_open_bdev(struct tlog_bdev *bdev, const struct tlog_open_opts *opts,
+		   struct tlog_fs **ret)
 {
 	struct tlog_fs *fs;
 	int err;
 
 	tlog_error_clear();
+	if (opts->writable && !bdev->writable)
+		return tlog_error(-EROFS, "%s is open read-only", bdev->name);
 	fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return -ENOMEM;
 	chunk_map_init(&fs->chunks);
 	INIT_LIST_HEAD(&fs->cache.lru);
 	INIT_LIST_HEAD(&fs->dirty_blocks);
-
-	err = tlog_bdev_open_file(path, opts->writable ? TLOG_BDEV_RDWR : TLOG_BDEV_RDONLY,
-				  &fs->bdev);
-	if (!err && opts->fault_mode)
+	fs->bdev = tlog_bdev_get(bdev);
+	if (opts->fault_mode) {
 		err = tlog_bdev_wrap_fault(fs->bdev, opts->fault_mode, opts->fault_nth, &fs->bdev);
-	if (err)
-		goto fail;
+		if (err) {
+			tlog_bdev_close(bdev);
+			fs->bdev = NULL;
+			goto fail;
+		}
+	}
 	err = btrfs_load_super(fs->bdev, opts->super_mirror, &fs->super, &fs->super_mirror,
 			       fs->primary_damage, sizeof(fs->primary_damage));
 	if (err)
@@ -923,6 +928,21 @@ int tlog_open(const char *path, const struct tlog_open_opts *opts, struct tlog_f
 	return 0;
 fail:
 	tlog_close(fs);
+	return err;
+}
+
+int tlog_open(const char *path, const struct tlog_open_opts *opts, struct tlog_fs **ret)
+{
+	struct tlog_bdev *bdev;
+	int err;
+
+	tlog_error_clear();
+	err = tlog_bdev_open_file(path, opts->writable ? TLOG_BDEV_RDWR : TLOG_BDEV_RDONLY, &bdev);
+	if (err)
+		return err;
+	err = tlog_open_bdev(bdev, opts, ret);
+	/* the filesystem holds its own reference when it opened */
+	tlog_bdev_close(bdev);
 	return err;
 }
 
