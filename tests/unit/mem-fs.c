@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* A filesystem on a memory device, for unit tests (see mem-fs.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <criterion/criterion.h>
+
+#include "block-group.h"
+#include "csum.h"
+#include "disk-io.h"
+#include "errctx.h"
+#include "mkfs.h"
+#include "mem-fs.h"
+
+struct tlog_bdev *memfs_make(void)
+{
+	struct tlog_mkfs_result res;
+	struct tlog_mkfs_cfg cfg;
+	struct tlog_bdev *bdev;
+
+	cr_assert_eq(tlog_bdev_create_memory("memfs", MEMFS_SIZE, &bdev), 0);
+	tlog_mkfs_default_cfg(&cfg);
+	cfg.fsid_set = true;
+	memset(cfg.fsid, 0x42, sizeof(cfg.fsid));
+	cr_assert_eq(tlog_mkfs(bdev, &cfg, &res), 0, "mkfs: %s", tlog_error_get());
+	return bdev;
+}
+
+int memfs_try_open(struct tlog_bdev *bdev, int fault_mode, u64 fault_nth, struct tlog_fs **fs)
+{
+	struct tlog_open_opts opts = { .super_mirror = -1, .writable = true,
+				       .fault_mode = fault_mode, .fault_nth = fault_nth };
+
+	return tlog_open_bdev(bdev, &opts, fs);
+}
+
+struct tlog_fs *memfs_open(struct tlog_bdev *bdev, int fault_mode, u64 fault_nth)
+{
+	struct tlog_fs *fs;
+	int err = memfs_try_open(bdev, fault_mode, fault_nth, &fs);
+
+	cr_assert_eq(err, 0, "open: %d %s", err, tlog_error_get());
+	return fs;
+}
+
+struct btrfs_root *memfs_root(struct tlog_fs *fs, u64 objectid)
+{
+	struct btrfs_root *root;
+
+	cr_assert_eq(btrfs_read_root(fs, objectid, &root), 0, "root %llu: %s",
+		     (unsigned long long)objectid, tlog_error_get());
+	return root;
+}
+
+u64 memfs_super_generation(struct tlog_bdev *bdev, int mirror)
+{
+	struct btrfs_super_block sb;
+	u64 off = btrfs_sb_offset(mirror);
+
+	if (off + sizeof(sb) > bdev->size)
+		return 0;
+	cr_assert_eq(tlog_bdev_read(bdev, &sb, sizeof(sb), off), 0);
+	if (btrfs_super_block_magic(&sb) != BTRFS_MAGIC || btrfs_super_block_bytenr(&sb) != off)
+		return 0;
+	return btrfs_super_block_generation(&sb);
+}
+
+int memfs_create_inode(struct tlog_trans *trans, struct btrfs_root *root, u64 ino, u64 size,
+		       u64 nbytes)
+{
+	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
+	struct btrfs_inode_item ii;
+
+	memset(&ii, 0, sizeof(ii));
+	btrfs_set_inode_item_generation(&ii, trans->transid);
+	btrfs_set_inode_item_transid(&ii, trans->transid);
+	btrfs_set_inode_item_size(&ii, size);
+	btrfs_set_inode_item_nbytes(&ii, nbytes);
+	btrfs_set_inode_item_nlink(&ii, 1);
+	btrfs_set_inode_item_mode(&ii, S_IFREG | 0644);
+	ii.atime = ii.ctime = ii.mtime = ii.otime = trans->now;
+	return btrfs_insert_item(trans, root, &key, &ii, sizeof(ii));
+}
+
+int memfs_insert_file_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			     u64 file_off, u64 bytenr, u64 disk_len, u64 offset, u64 num)
+{
+	struct btrfs_file_extent_item fi;
+	struct btrfs_key key = { ino, BTRFS_EXTENT_DATA_KEY, file_off };
+
+	memset(&fi, 0, sizeof(fi));
+	btrfs_set_file_extent_item_generation(&fi, trans->transid);
+	btrfs_set_file_extent_item_ram_bytes(&fi, disk_len);
+	btrfs_set_file_extent_item_type(&fi, BTRFS_FILE_EXTENT_REG);
+	btrfs_set_file_extent_item_disk_bytenr(&fi, bytenr);
+	btrfs_set_file_extent_item_disk_num_bytes(&fi, disk_len);
+	btrfs_set_file_extent_item_offset(&fi, offset);
+	btrfs_set_file_extent_item_num_bytes(&fi, num);
+	return btrfs_insert_item(trans, root, &key, &fi, sizeof(fi));
+}
+
+int memfs_write_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+		       u64 file_off, u64 len, u32 seed, u64 *bytenr)
+{
+	u8 *buf = malloc(len);
+	int ret;
+
+	cr_assert_not_null(buf);
+	for (u64 i = 0; i < len; i++)
+		buf[i] = (u8)(seed * 31 + i * 7 + (i >> 12));
+	ret = btrfs_alloc_data_extent(trans, root, ino, file_off, len, bytenr);
+	if (!ret)
+		ret = btrfs_write_data(trans, *bytenr, buf, len);
+	if (!ret)
+		ret = btrfs_insert_data_csums(trans, *bytenr, buf, len);
+	if (!ret)
+		ret = memfs_insert_file_extent(trans, root, ino, file_off, *bytenr, len, 0, len);
+	free(buf);
+	return ret;
+}
+
+s64 memfs_extent_refs(struct tlog_fs *fs, u64 bytenr, u64 len)
+{
+	struct btrfs_root *extent_root = memfs_root(fs, BTRFS_EXTENT_TREE_OBJECTID);
+	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
+	struct btrfs_path path;
+	s64 ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(extent_root, &key, &path);
+	if (ret == 0)
+		ret = btrfs_extent_item_refs((struct btrfs_extent_item *)
+					     btrfs_item_ptr(path.nodes[0], path.slots[0]));
+	else if (ret > 0)
+		ret = 0;
+	btrfs_release_path(&path);
+	return ret;
+}
+
+/* ---- the free space tree, decoded ---- */
+
+struct ranges {
+	struct free_range *v;
+	size_t nr, cap;
+};
+
+static void ranges_add(struct ranges *r, u64 start, u64 len)
+{
+	if (r->nr && r->v[r->nr - 1].start + r->v[r->nr - 1].len == start) {
+		r->v[r->nr - 1].len += len;
+		return;
+	}
+	if (r->nr == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 64;
+		r->v = realloc(r->v, r->cap * sizeof(*r->v));
+		cr_assert_not_null(r->v);
+	}
+	r->v[r->nr++] = (struct free_range){ start, len };
+}
+
+/* The free ranges of the group at @bg_start as the free space tree has them. */
+static void fst_ranges(struct tlog_fs *fs, u64 bg_start, u64 bg_len, struct ranges *r,
+		       u32 *extent_count, u32 *nr_extents)
+{
+	struct btrfs_root *fst = memfs_root(fs, BTRFS_FREE_SPACE_TREE_OBJECTID);
+	struct btrfs_key min = { bg_start, 0, 0 }, max = { bg_start + bg_len - 1, (u8)-1, (u64)-1 };
+	struct btrfs_tree_iter iter;
+
+	*extent_count = (u32)-1;
+	*nr_extents = 0;
+	btrfs_for_each_item(fst, &iter, &min, &max) {
+		const struct btrfs_key *k = &iter.key;
+		void *p = btrfs_item_ptr(iter.leaf, iter.slot);
+
+		if (k->type == BTRFS_FREE_SPACE_INFO_KEY) {
+			if (k->objectid == bg_start)
+				*extent_count = btrfs_free_space_info_extent_count(p);
+		} else if (k->type == BTRFS_FREE_SPACE_EXTENT_KEY) {
+			cr_assert_geq(k->objectid, bg_start);
+			cr_assert_leq(k->objectid + k->offset, bg_start + bg_len);
+			ranges_add(r, k->objectid, k->offset);
+			(*nr_extents)++;
+		} else if (k->type == BTRFS_FREE_SPACE_BITMAP_KEY) {
+			const u8 *bits = p;
+			u64 nbits = k->offset / fs->sectorsize;
+			bool prev = false;
+
+			for (u64 i = 0; i < nbits; i++) {
+				bool set = bits[i / 8] & (1U << (i % 8));
+
+				if (set) {
+					ranges_add(r, k->objectid + i * fs->sectorsize, fs->sectorsize);
+					if (!prev)
+						(*nr_extents)++;
+				}
+				prev = set;
+			}
+		}
+	}
+	cr_assert_eq(iter.ret, 1, "free space tree: %s", tlog_error_get());
+}
+
+/* The free ranges of a group by the extent tree: what no extent item covers. */
+static void extent_tree_free(struct tlog_fs *fs, u64 bg_start, u64 bg_len, struct ranges *r)
+{
+	struct btrfs_root *extent_root = memfs_root(fs, BTRFS_EXTENT_TREE_OBJECTID);
+	struct btrfs_key min = { bg_start, 0, 0 }, max = { bg_start + bg_len - 1, (u8)-1, (u64)-1 };
+	struct btrfs_tree_iter iter;
+	u64 pos = bg_start;
+
+	btrfs_for_each_item(extent_root, &iter, &min, &max) {
+		u64 len;
+
+		if (iter.key.type == BTRFS_EXTENT_ITEM_KEY)
+			len = iter.key.offset;
+		else if (iter.key.type == BTRFS_METADATA_ITEM_KEY)
+			len = fs->nodesize;
+		else
+			continue;
+		cr_assert_geq(iter.key.objectid, pos, "extents overlap at %llu",
+			      (unsigned long long)iter.key.objectid);
+		if (iter.key.objectid > pos)
+			ranges_add(r, pos, iter.key.objectid - pos);
+		pos = iter.key.objectid + len;
+	}
+	cr_assert_eq(iter.ret, 1, "extent tree: %s", tlog_error_get());
+	cr_assert_leq(pos, bg_start + bg_len);
+	if (pos < bg_start + bg_len)
+		ranges_add(r, pos, bg_start + bg_len - pos);
+}
+
+u64 memfs_check_free_space_tree(struct tlog_fs *fs)
+{
+	struct tlog_block_groups bgs = { 0 };
+	u64 total = 0;
+
+	cr_assert_eq(btrfs_load_block_groups(fs, &bgs), 0, "%s", tlog_error_get());
+	cr_assert_gt(bgs.nr, 0);
+	for (size_t i = 0; i < bgs.nr; i++) {
+		struct tlog_block_group *bg = &bgs.v[i];
+		struct ranges r = { 0 }, want = { 0 };
+		u32 count, nr;
+
+		fst_ranges(fs, bg->start, bg->length, &r, &count, &nr);
+		extent_tree_free(fs, bg->start, bg->length, &want);
+		cr_assert_eq(count, nr, "group %llu: extent_count %u, %u free extents",
+			     (unsigned long long)bg->start, count, nr);
+		cr_assert_eq(r.nr, want.nr, "group %llu: %zu free ranges in the tree, %zu by the extent tree",
+			     (unsigned long long)bg->start, r.nr, want.nr);
+		for (size_t j = 0; j < r.nr; j++) {
+			cr_assert_eq(r.v[j].start, want.v[j].start, "group %llu range %zu",
+				     (unsigned long long)bg->start, j);
+			cr_assert_eq(r.v[j].len, want.v[j].len, "group %llu range %zu at %llu",
+				     (unsigned long long)bg->start, j,
+				     (unsigned long long)r.v[j].start);
+		}
+		total += r.nr;
+		free(r.v);
+		free(want.v);
+	}
+	btrfs_free_block_groups(&bgs);
+	return total;
+}
+
+bool memfs_fst_range_free(struct tlog_fs *fs, u64 start, u64 len)
+{
+	struct tlog_block_groups bgs = { 0 };
+	struct tlog_block_group *bg;
+	struct ranges r = { 0 };
+	bool ret = false;
+	u32 count, nr;
+
+	cr_assert_eq(btrfs_load_block_groups(fs, &bgs), 0, "%s", tlog_error_get());
+	bg = btrfs_lookup_block_group(&bgs, start);
+	cr_assert_not_null(bg);
+	fst_ranges(fs, bg->start, bg->length, &r, &count, &nr);
+	for (size_t j = 0; j < r.nr; j++)
+		if (r.v[j].start <= start && start + len <= r.v[j].start + r.v[j].len)
+			ret = true;
+	free(r.v);
+	btrfs_free_block_groups(&bgs);
+	return ret;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A filesystem on a memory device for unit tests of the write path: mkfs,
+ * open (with fault injection), the items a test puts in the fs tree, files
+ * with data extents, and reading back what the extent and free space trees
+ * say.  No file and no root are needed.
+ */
+#ifndef TESTS_UNIT_MEM_FS_H
+#define TESTS_UNIT_MEM_FS_H
+
+#include "blockdev.h"
+#include "ctree.h"
+#include "transaction.h"
+
+#define MEMFS_SIZE	(256ULL << 20)
+
+/* A fresh filesystem (fixed fsid) on a new memory device. */
+struct tlog_bdev *memfs_make(void);
+/* Open @bdev writable; @fault_mode 0 for none.  Asserts success. */
+struct tlog_fs *memfs_open(struct tlog_bdev *bdev, int fault_mode, u64 fault_nth);
+/* The same, returning the error instead of asserting. */
+int memfs_try_open(struct tlog_bdev *bdev, int fault_mode, u64 fault_nth, struct tlog_fs **fs);
+struct btrfs_root *memfs_root(struct tlog_fs *fs, u64 objectid);
+/* The generation of superblock copy @mirror as on the device (0 if absent/invalid magic). */
+u64 memfs_super_generation(struct tlog_bdev *bdev, int mirror);
+
+/* A bare inode item @ino (regular file, @size bytes, @nbytes counted). */
+int memfs_create_inode(struct tlog_trans *trans, struct btrfs_root *root, u64 ino, u64 size,
+		       u64 nbytes);
+/* A regular file extent item: @ino maps [file_off, +num) to @bytenr's extent at @offset. */
+int memfs_insert_file_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			     u64 file_off, u64 bytenr, u64 disk_len, u64 offset, u64 num);
+/* A new data extent of @len bytes for @ino at @file_off, written with a pattern of @seed. */
+int memfs_write_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+		       u64 file_off, u64 len, u32 seed, u64 *bytenr);
+
+/* refs of the EXTENT_ITEM of @bytenr (@len), 0 when there is none; <0 on read error. */
+s64 memfs_extent_refs(struct tlog_fs *fs, u64 bytenr, u64 len);
+
+/*
+ * Compare the free space tree with the free space the extent tree implies,
+ * in every block group: extents and bitmaps both decoded, the extent_count
+ * of each FREE_SPACE_INFO checked.  Asserts; returns the free ranges seen.
+ */
+u64 memfs_check_free_space_tree(struct tlog_fs *fs);
+/* Whether [start, start + len) is wholly free by the free space tree. */
+bool memfs_fst_range_free(struct tlog_fs *fs, u64 start, u64 len);
+
+#endif

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Transaction commit on a memory device, against a model: random inserts,
+ * deletes and rewrites of items in the fs tree, committed, the device
+ * opened again, and exactly the model's items found; the generation
+ * advanced and every superblock copy that fits written.  Then the same
+ * commit with every one of its writes failed, and dropped, in turn: the
+ * device must show the old state or the new one, nothing else.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <criterion/criterion.h>
+
+#include "errctx.h"
+#include "mem-fs.h"
+#include "transaction.h"
+
+#define ITEM_TYPE	BTRFS_TEMPORARY_ITEM_KEY
+#define MAX_ITEMS	2048
+
+struct item {
+	u64 objectid, offset;
+	u32 size, fill;
+};
+
+struct model {
+	struct item v[MAX_ITEMS];
+	size_t nr;
+};
+
+static u32 rng_next(u64 *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (u32)(*s >> 11);
+}
+
+static void fill_item(u8 *p, const struct item *it)
+{
+	for (u32 i = 0; i < it->size; i++)
+		p[i] = (u8)(it->fill + i * 13);
+}
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+
+	if (x->objectid != y->objectid)
+		return x->objectid < y->objectid ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static struct item *model_find(struct model *m, u64 objectid, u64 offset)
+{
+	struct item key = { objectid, offset, 0, 0 };
+
+	return bsearch(&key, m->v, m->nr, sizeof(key), cmp_item);
+}
+
+/*
+ * @nops random changes to the fs tree of @fs in one transaction, mirrored in
+ * @m, then commit.  Returns the first error (the transaction aborted).
+ */
+static int random_trans(struct tlog_fs *fs, struct model *m, u64 seed, int nops)
+{
+	struct btrfs_root *root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
+	struct tlog_trans *trans;
+	u8 buf[512];
+	u64 s = seed | 1;
+	int err;
+
+	err = tlog_trans_start(fs, &trans);
+	if (err)
+		return err;
+	for (int i = 0; !err && i < nops; i++) {
+		u32 op = rng_next(&s) % 10;
+
+		if (op < 6 || m->nr < 8) {		/* insert a new item */
+			struct item it = { 1000 + rng_next(&s) % 64, rng_next(&s) % 100000,
+					   1 + rng_next(&s) % 400, rng_next(&s) };
+			struct btrfs_key key = { it.objectid, ITEM_TYPE, it.offset };
+
+			if (model_find(m, it.objectid, it.offset) || m->nr == MAX_ITEMS)
+				continue;
+			fill_item(buf, &it);
+			err = btrfs_insert_item(trans, root, &key, buf, it.size);
+			m->v[m->nr++] = it;
+			qsort(m->v, m->nr, sizeof(*m->v), cmp_item);
+		} else if (op < 8) {			/* delete one */
+			size_t j = rng_next(&s) % m->nr;
+			struct btrfs_key key = { m->v[j].objectid, ITEM_TYPE, m->v[j].offset };
+
+			err = btrfs_delete_item(trans, root, &key);
+			memmove(m->v + j, m->v + j + 1, (m->nr - j - 1) * sizeof(*m->v));
+			m->nr--;
+		} else {				/* rewrite one in place */
+			struct item *it = &m->v[rng_next(&s) % m->nr];
+			struct btrfs_key key = { it->objectid, ITEM_TYPE, it->offset };
+			struct btrfs_path path;
+
+			btrfs_init_path(&path);
+			err = btrfs_search_slot_for_write(trans, root, &key, &path, 0);
+			if (err == 0) {
+				it->fill = rng_next(&s);
+				fill_item(btrfs_item_ptr(path.nodes[0], path.slots[0]), it);
+				btrfs_mark_buffer_dirty(fs, path.nodes[0]);
+			} else if (err > 0) {
+				err = -ENOENT;
+			}
+			btrfs_release_path(&path);
+		}
+	}
+	if (err) {
+		tlog_trans_abort(trans);
+		return err;
+	}
+	return tlog_trans_commit(trans);
+}
+
+/* Whether the fs tree's test items are exactly @m's (asserting structure). */
+static bool matches(struct tlog_fs *fs, const struct model *m, u64 seed)
+{
+	struct btrfs_root *root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
+	struct btrfs_key min = { 0, ITEM_TYPE, 0 }, max = { (u64)-1, ITEM_TYPE, (u64)-1 };
+	struct btrfs_tree_iter iter;
+	u64 nr_items, nr_blocks;
+	size_t j = 0;
+	bool ok = true;
+	u8 want[512];
+
+	cr_assert_eq(btrfs_check_tree_structure(root, &nr_items, &nr_blocks), 0,
+		     "seed %llu: %s", (unsigned long long)seed, tlog_error_get());
+	btrfs_for_each_item(root, &iter, &min, &max) {
+		if (iter.key.type != ITEM_TYPE)
+			continue;
+		if (!ok)
+			continue;
+		if (j == m->nr || iter.key.objectid != m->v[j].objectid ||
+		    iter.key.offset != m->v[j].offset ||
+		    btrfs_item_size(iter.leaf, iter.slot) != m->v[j].size) {
+			ok = false;
+			continue;
+		}
+		fill_item(want, &m->v[j]);
+		if (memcmp(btrfs_item_ptr(iter.leaf, iter.slot), want, m->v[j].size))
+			ok = false;
+		j++;
+	}
+	cr_assert_eq(iter.ret, 1, "seed %llu: %s", (unsigned long long)seed, tlog_error_get());
+	return ok && j == m->nr;
+}
+
+static u64 test_seed(void)
+{
+	const char *e = getenv("TLOG_TEST_SEED");
+
+	return e ? strtoull(e, NULL, 0) : 20261201;
+}
+
+Test(memfs_commit, random_changes_survive_reopen, .timeout = 60)
+{
+	static struct model m;
+	struct tlog_bdev *bdev = memfs_make();
+	u64 seed = test_seed(), gen, ops = 0;
+	struct tlog_fs *fs;
+
+	m.nr = 0;
+	fs = memfs_open(bdev, 0, 0);
+	gen = fs->generation;
+	tlog_close(fs);
+	for (int round = 0; round < 8; round++) {
+		int nops = 50 + round * 40;
+		u64 w0 = bdev->nr_writes;
+
+		fs = memfs_open(bdev, 0, 0);
+		cr_assert(matches(fs, &m, seed), "seed %llu round %d: before", (unsigned long long)seed, round);
+		cr_assert_eq(random_trans(fs, &m, seed + round, nops), 0, "seed %llu round %d: %s",
+			     (unsigned long long)seed, round, tlog_error_get());
+		tlog_close(fs);
+		ops += nops;
+		cr_assert_gt(bdev->nr_writes, w0, "the commit wrote nothing");
+
+		fs = memfs_open(bdev, 0, 0);
+		cr_assert_eq(fs->generation, gen + 1, "seed %llu round %d", (unsigned long long)seed, round);
+		gen = fs->generation;
+		cr_assert(matches(fs, &m, seed), "seed %llu round %d: %zu model items differ from the tree",
+			  (unsigned long long)seed, round, m.nr);
+		memfs_check_free_space_tree(fs);
+		tlog_close(fs);
+		/* every copy that fits on the device: 64 KiB and 64 MiB, not 256 GiB */
+		cr_assert_eq(memfs_super_generation(bdev, 0), gen);
+		cr_assert_eq(memfs_super_generation(bdev, 1), gen);
+		cr_assert_eq(memfs_super_generation(bdev, 2), 0);
+	}
+	cr_assert_geq(m.nr, 200, "only %zu items: the test exercised too little", m.nr);
+	cr_assert_eq(ops, 8 * 50 + 40 * 28);
+	tlog_bdev_close(bdev);
+}
+
+/* ---- every write of a commit failed or dropped ---- */
+
+#define BASE_OPS	150
+#define FAULT_OPS	300
+
+static void base_state(struct tlog_bdev **bdev, struct model *m, u64 seed)
+{
+	struct tlog_fs *fs;
+
+	*bdev = memfs_make();
+	m->nr = 0;
+	fs = memfs_open(*bdev, 0, 0);
+	cr_assert_eq(random_trans(fs, m, seed, BASE_OPS), 0, "%s", tlog_error_get());
+	tlog_close(fs);
+}
+
+Test(memfs_commit, fault_at_every_write, .timeout = 120)
+{
+	static struct model old, new, scratch;
+	u64 seed = test_seed(), writes, gen0;
+	int seen_old = 0, seen_new = 0, points = 0;
+	struct tlog_bdev *bdev;
+	struct tlog_fs *fs;
+
+	/* the clean run: how many writes the commit makes */
+	base_state(&bdev, &old, seed);
+	new = old;
+	fs = memfs_open(bdev, 0, 0);
+	gen0 = fs->generation;
+	writes = bdev->nr_writes;
+	cr_assert_eq(random_trans(fs, &new, seed + 1, FAULT_OPS), 0);
+	tlog_close(fs);
+	writes = bdev->nr_writes - writes;
+	tlog_bdev_close(bdev);
+	cr_assert_geq(writes, 5, "the commit made only %llu writes", (unsigned long long)writes);
+
+	for (int mode = TLOG_FAULT_FAIL; mode <= TLOG_FAULT_DROP; mode++) {
+		for (u64 n = 1; n <= writes; n++) {
+			const char *mname = mode == TLOG_FAULT_FAIL ? "fail" : "drop";
+			int err;
+
+			base_state(&bdev, &scratch, seed);
+			fs = memfs_open(bdev, mode, n);
+			err = random_trans(fs, &scratch, seed + 1, FAULT_OPS);
+			tlog_close(fs);
+			if (mode == TLOG_FAULT_FAIL)
+				cr_assert_neq(err, 0, "seed %llu: commit with write %llu failing succeeded",
+					      (unsigned long long)seed, (unsigned long long)n);
+			else
+				cr_assert_eq(err, 0, "seed %llu: drop at %llu: %s",
+					     (unsigned long long)seed, (unsigned long long)n,
+					     tlog_error_get());
+			err = memfs_try_open(bdev, 0, 0, &fs);
+			cr_assert_eq(err, 0, "seed %llu %s at %llu/%llu: the device no longer opens: %s",
+				     (unsigned long long)seed, mname, (unsigned long long)n,
+				     (unsigned long long)writes, tlog_error_get());
+			if (fs->generation == gen0) {
+				cr_assert(matches(fs, &old, seed), "seed %llu %s at %llu: old generation, other items",
+					  (unsigned long long)seed, mname, (unsigned long long)n);
+				seen_old++;
+			} else {
+				cr_assert_eq(fs->generation, gen0 + 1);
+				cr_assert(matches(fs, &new, seed), "seed %llu %s at %llu: new generation, other items",
+					  (unsigned long long)seed, mname, (unsigned long long)n);
+				seen_new++;
+			}
+			memfs_check_free_space_tree(fs);
+			tlog_close(fs);
+			tlog_bdev_close(bdev);
+			points++;
+		}
+	}
+	cr_assert_eq(points, 2 * writes);
+	cr_assert_gt(seen_old, 0);
+	/* a fault after the primary superblock leaves the new state */
+	cr_log_info("commit: %llu writes, %d fault points, %d old, %d new",
+		    (unsigned long long)writes, points, seen_old, seen_new);
+	cr_assert_gt(seen_new, 0, "no fault point left the new state (%d points)", points);
+}
