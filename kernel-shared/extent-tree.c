@@ -115,7 +115,7 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
 	struct btrfs_root *eroot;
 	struct btrfs_path path;
-	u64 refs;
+	u64 refs = 0;
 	int ret;
 
 	ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
@@ -141,6 +141,17 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 		btrfs_release_path(&path);
 		ret = btrfs_drop_last_data_ref(trans, bytenr, len, root, ino, offset);
 		return ret ? ret : tlog_trans_defer_data_free(trans, bytenr, len);
+	}
+	if (ret == 0 && refs == 1 && !only_this_ref(path.nodes[0], path.slots[0], root, ino,
+						    offset)) {
+		/*
+		 * The last reference is a keyed one (a reflink outlived the
+		 * inline reference of the extent's first file): drop it, and
+		 * the extent with it.
+		 */
+		btrfs_release_path(&path);
+		ret = btrfs_drop_last_data_ref(trans, bytenr, len, root, ino, offset);
+		return ret ? ret : btrfs_finish_data_free(trans, bytenr, len);
 	}
 	if (ret == 0 && !only_this_ref(path.nodes[0], path.slots[0], root, ino, offset))
 		ret = tlog_error(-EUCLEAN, "data extent %llu: its only reference is not (%llu %llu %llu)",
