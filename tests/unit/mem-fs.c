@@ -143,6 +143,7 @@ s64 memfs_extent_refs(struct tlog_fs *fs, u64 bytenr, u64 len)
 struct ranges {
 	struct free_range *v;
 	size_t nr, cap;
+	u32 flags;	/* of the FREE_SPACE_INFO */
 };
 
 static void ranges_add(struct ranges *r, u64 start, u64 len)
@@ -174,8 +175,10 @@ static void fst_ranges(struct tlog_fs *fs, u64 bg_start, u64 bg_len, struct rang
 		void *p = btrfs_item_ptr(iter.leaf, iter.slot);
 
 		if (k->type == BTRFS_FREE_SPACE_INFO_KEY) {
-			if (k->objectid == bg_start)
+			if (k->objectid == bg_start) {
 				*extent_count = btrfs_free_space_info_extent_count(p);
+				r->flags = btrfs_free_space_info_flags(p);
+			}
 		} else if (k->type == BTRFS_FREE_SPACE_EXTENT_KEY) {
 			cr_assert_geq(k->objectid, bg_start);
 			cr_assert_leq(k->objectid + k->offset, bg_start + bg_len);
@@ -281,4 +284,25 @@ bool memfs_fst_range_free(struct tlog_fs *fs, u64 start, u64 len)
 	free(r.v);
 	btrfs_free_block_groups(&bgs);
 	return ret;
+}
+
+int memfs_fst_group(struct tlog_fs *fs, u64 bytenr, struct free_range **v, size_t *nr,
+		    u64 *bg_start, u64 *bg_len)
+{
+	struct tlog_block_groups bgs = { 0 };
+	struct tlog_block_group *bg;
+	struct ranges r = { 0 };
+	u32 count, n;
+
+	cr_assert_eq(btrfs_load_block_groups(fs, &bgs), 0, "%s", tlog_error_get());
+	bg = btrfs_lookup_block_group(&bgs, bytenr);
+	cr_assert_not_null(bg);
+	*bg_start = bg->start;
+	*bg_len = bg->length;
+	fst_ranges(fs, bg->start, bg->length, &r, &count, &n);
+	cr_assert_eq(count, n);
+	btrfs_free_block_groups(&bgs);
+	*v = r.v;
+	*nr = r.nr;
+	return (int)r.flags;
 }

@@ -45,5 +45,12 @@ s64 memfs_extent_refs(struct tlog_fs *fs, u64 bytenr, u64 len);
 u64 memfs_check_free_space_tree(struct tlog_fs *fs);
 /* Whether [start, start + len) is wholly free by the free space tree. */
 bool memfs_fst_range_free(struct tlog_fs *fs, u64 start, u64 len);
+/*
+ * The free ranges (malloc'd) of the block group holding @bytenr by the free
+ * space tree, and the group; returns the flags of its FREE_SPACE_INFO.
+ */
+struct free_range;
+int memfs_fst_group(struct tlog_fs *fs, u64 bytenr, struct free_range **v, size_t *nr,
+		    u64 *bg_start, u64 *bg_len);
 
 #endif
