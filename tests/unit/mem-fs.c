@@ -306,3 +306,24 @@ int memfs_fst_group(struct tlog_fs *fs, u64 bytenr, struct free_range **v, size_
 	*nr = r.nr;
 	return (int)r.flags;
 }
+
+u64 memfs_csum_bytes(struct tlog_fs *fs, u64 bytenr, u64 len)
+{
+	struct btrfs_root *csum_root = memfs_root(fs, BTRFS_CSUM_TREE_OBJECTID);
+	struct btrfs_key min = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, 0 };
+	struct btrfs_key max = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, (u64)-1 };
+	struct btrfs_tree_iter iter;
+	u64 covered = 0;
+
+	btrfs_for_each_item(csum_root, &iter, &min, &max) {
+		u64 a = iter.key.offset;
+		u64 b = a + (u64)btrfs_item_size(iter.leaf, iter.slot) / fs->csum_size *
+			    fs->sectorsize;
+		u64 lo = a > bytenr ? a : bytenr, hi = b < bytenr + len ? b : bytenr + len;
+
+		if (hi > lo)
+			covered += hi - lo;
+	}
+	cr_assert_eq(iter.ret, 1, "csum tree: %s", tlog_error_get());
+	return covered;
+}

@@ -52,5 +52,7 @@ bool memfs_fst_range_free(struct tlog_fs *fs, u64 start, u64 len);
 struct free_range;
 int memfs_fst_group(struct tlog_fs *fs, u64 bytenr, struct free_range **v, size_t *nr,
 		    u64 *bg_start, u64 *bg_len);
+/* Bytes of [bytenr, bytenr + len) the csum tree has checksums for. */
+u64 memfs_csum_bytes(struct tlog_fs *fs, u64 bytenr, u64 len);
 
 #endif

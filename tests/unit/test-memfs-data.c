@@ -264,6 +264,11 @@ static bool data_matches(struct tlog_fs *fs, struct dmodel *m, u64 seed, int *fr
 				     (long long)refs, refs_of(m, x));
 			return false;
 		}
+		/* checksums live as long as the extent */
+		cr_assert_eq(memfs_csum_bytes(fs, m->ext[x].bytenr, m->ext[x].len),
+			     refs ? m->ext[x].len : 0, "seed %llu: extent %llu+%llu, %lld refs",
+			     (unsigned long long)seed, (unsigned long long)m->ext[x].bytenr,
+			     (unsigned long long)m->ext[x].len, (long long)refs);
 		if (refs == 0 && freed_checked) {
 			/* its space is back in the free space tree */
 			cr_assert(memfs_fst_range_free(fs, m->ext[x].bytenr, m->ext[x].len),
@@ -437,5 +442,71 @@ Test(memfs_data, last_reference_keyed_frees_the_extent)
 	cr_assert(memfs_fst_range_free(fs, bytenr, len));
 	memfs_check_free_space_tree(fs);
 	tlog_close(fs);
+	tlog_bdev_close(bdev);
+}
+
+/*
+ * Drops on the device, each committed and the device opened again: a
+ * split in the middle, a cut head, a cut tail, the rest, then the last
+ * reference (a reflink of the whole extent) with the extent, its checksums
+ * and its space.
+ */
+Test(memfs_data, drops_commit_and_reopen)
+{
+	static struct dmodel m;
+	struct tlog_bdev *bdev = memfs_make();
+	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
+	struct btrfs_root *root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
+	u64 ss = fs->sectorsize, len = 16 * ss, bytenr;
+	struct tlog_trans *trans;
+	static const struct {
+		u64 ino, start, end, found;
+		int refs, items;
+	} steps[] = {
+		{ FIRST_INO, 4, 8, 4, 3, 3 },		/* split: A twice, B */
+		{ FIRST_INO, 0, 2, 2, 3, 3 },		/* head */
+		{ FIRST_INO, 12, (u64)-1, 4, 3, 3 },	/* tail, to the end */
+		{ FIRST_INO, 0, (u64)-1, 6, 1, 1 },	/* A's rest */
+		{ FIRST_INO + 1, 0, (u64)-1, 16, 0, 0 },	/* B: the last reference */
+	};
+	int freed_checked = 0;
+
+	memset(&m, 0, sizeof(m));
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	cr_assert_eq(memfs_create_inode(trans, root, FIRST_INO, len, len), 0);
+	cr_assert_eq(memfs_create_inode(trans, root, FIRST_INO + 1, len, len), 0);
+	cr_assert_eq(memfs_write_extent(trans, root, FIRST_INO, 0, len, 3, &bytenr), 0);
+	cr_assert_eq(btrfs_add_data_ref(trans, bytenr, len, root->root_key.objectid,
+					FIRST_INO + 1, 0), 0);
+	cr_assert_eq(memfs_insert_file_extent(trans, root, FIRST_INO + 1, 0, bytenr, len, 0, len), 0);
+	cr_assert_eq(tlog_trans_commit(trans), 0);
+	tlog_close(fs);
+	m.ext[0] = (struct dext){ bytenr, len };
+	m.nr_ext = 1;
+	add_item(&m, (struct fitem){ FIRST_INO, 0, len, 0, 0 });
+	add_item(&m, (struct fitem){ FIRST_INO + 1, 0, len, 0, 0 });
+
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		u64 before = m.bytes_found;
+
+		fs = memfs_open(bdev, 0, 0);
+		cr_assert(data_matches(fs, &m, 0, &freed_checked), "before step %zu", i);
+		root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
+		cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+		cr_assert_eq(drop_range(trans, root, &m, steps[i].ino, steps[i].start * ss,
+					steps[i].end == (u64)-1 ? (u64)-1 : steps[i].end * ss), 0,
+			     "step %zu: %s", i, tlog_error_get());
+		cr_assert_eq(m.bytes_found - before, steps[i].found * ss, "step %zu", i);
+		cr_assert_eq(tlog_trans_commit(trans), 0);
+		tlog_close(fs);
+
+		fs = memfs_open(bdev, 0, 0);
+		cr_assert(data_matches(fs, &m, 0, &freed_checked), "after step %zu", i);
+		cr_assert_eq(memfs_extent_refs(fs, bytenr, len), steps[i].refs, "step %zu", i);
+		cr_assert_eq(m.nr_it, steps[i].items, "step %zu", i);
+		tlog_close(fs);
+	}
+	cr_assert_eq(freed_checked, 1);
+	cr_assert_eq(m.splits, 1);
 	tlog_bdev_close(bdev);
 }
