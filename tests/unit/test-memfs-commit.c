@@ -159,7 +159,7 @@ static u64 test_seed(void)
 	return e ? strtoull(e, NULL, 0) : 20261201;
 }
 
-Test(memfs_commit, random_changes_survive_reopen, .timeout = 60)
+Test(memfs_commit, random_changes_survive_reopen)
 {
 	static struct model m;
 	struct tlog_bdev *bdev = memfs_make();
@@ -215,7 +215,7 @@ static void base_state(struct tlog_bdev **bdev, struct model *m, u64 seed)
 	tlog_close(fs);
 }
 
-Test(memfs_commit, fault_at_every_write, .timeout = 120)
+Test(memfs_commit, fault_at_every_write)
 {
 	static struct model old, new, scratch;
 	u64 seed = test_seed(), writes, gen0;

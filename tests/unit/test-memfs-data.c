@@ -289,7 +289,7 @@ static u64 test_seed(void)
 	return e ? strtoull(e, NULL, 0) : 20261201;
 }
 
-Test(memfs_data, refs_and_free_space_follow_the_model, .timeout = 60)
+Test(memfs_data, refs_and_free_space_follow_the_model)
 {
 	static struct dmodel m;
 	struct tlog_bdev *bdev = memfs_make();
@@ -339,7 +339,7 @@ static struct tlog_bdev *data_base(struct dmodel *m, u64 seed)
 	return bdev;
 }
 
-Test(memfs_data, fault_at_every_write, .timeout = 120)
+Test(memfs_data, fault_at_every_write)
 {
 	static struct dmodel old, new, scratch;
 	u64 seed = test_seed(), writes, gen0;

@@ -120,7 +120,7 @@ static void free_one(struct tlog_trans *trans, struct btrfs_root *root, struct f
 	m->len[slot] = 0;
 }
 
-Test(memfs_fst, free_ranges_follow_the_model_across_bitmaps, .timeout = 60)
+Test(memfs_fst, free_ranges_follow_the_model_across_bitmaps)
 {
 	static struct fmodel m;
 	struct tlog_bdev *bdev = memfs_make();

@@ -215,7 +215,7 @@ Test(memfs_replay, logged_file_appears_and_log_root_is_cleared)
 	tlog_bdev_close(bdev);
 }
 
-Test(memfs_replay, fault_at_every_write, .timeout = 60)
+Test(memfs_replay, fault_at_every_write)
 {
 	int seen_old = 0, seen_new = 0, points = 0;
 	struct tlog_bdev *bdev;
