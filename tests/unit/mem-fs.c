@@ -15,12 +15,19 @@
 
 struct tlog_bdev *memfs_make(void)
 {
+	return memfs_make_nodesize(0);
+}
+
+struct tlog_bdev *memfs_make_nodesize(u32 nodesize)
+{
 	struct tlog_mkfs_result res;
 	struct tlog_mkfs_cfg cfg;
 	struct tlog_bdev *bdev;
 
 	cr_assert_eq(tlog_bdev_create_memory("memfs", MEMFS_SIZE, &bdev), 0);
 	tlog_mkfs_default_cfg(&cfg);
+	if (nodesize)
+		cfg.nodesize = nodesize;
 	cfg.fsid_set = true;
 	memset(cfg.fsid, 0x42, sizeof(cfg.fsid));
 	cr_assert_eq(tlog_mkfs(bdev, &cfg, &res), 0, "mkfs: %s", tlog_error_get());
@@ -144,6 +151,7 @@ struct ranges {
 	struct free_range *v;
 	size_t nr, cap;
 	u32 flags;	/* of the FREE_SPACE_INFO */
+	u32 bitmaps;	/* bitmap items seen */
 };
 
 static void ranges_add(struct ranges *r, u64 start, u64 len)
@@ -187,18 +195,12 @@ static void fst_ranges(struct tlog_fs *fs, u64 bg_start, u64 bg_len, struct rang
 		} else if (k->type == BTRFS_FREE_SPACE_BITMAP_KEY) {
 			const u8 *bits = p;
 			u64 nbits = k->offset / fs->sectorsize;
-			bool prev = false;
 
-			for (u64 i = 0; i < nbits; i++) {
-				bool set = bits[i / 8] & (1U << (i % 8));
-
-				if (set) {
+			/* runs may go on in the next bitmap: ranges_add() merges them */
+			for (u64 i = 0; i < nbits; i++)
+				if (bits[i / 8] & (1U << (i % 8)))
 					ranges_add(r, k->objectid + i * fs->sectorsize, fs->sectorsize);
-					if (!prev)
-						(*nr_extents)++;
-				}
-				prev = set;
-			}
+			r->bitmaps++;
 		}
 	}
 	cr_assert_eq(iter.ret, 1, "free space tree: %s", tlog_error_get());
@@ -247,8 +249,14 @@ u64 memfs_check_free_space_tree(struct tlog_fs *fs)
 
 		fst_ranges(fs, bg->start, bg->length, &r, &count, &nr);
 		extent_tree_free(fs, bg->start, bg->length, &want);
-		cr_assert_eq(count, nr, "group %llu: extent_count %u, %u free extents",
-			     (unsigned long long)bg->start, count, nr);
+		cr_assert_eq(count, r.nr, "group %llu: extent_count %u, %zu free runs",
+			     (unsigned long long)bg->start, count, r.nr);
+		if (!r.bitmaps)
+			cr_assert_eq(nr, r.nr, "group %llu: %u extent items for %zu runs",
+				     (unsigned long long)bg->start, nr, r.nr);
+		cr_assert_eq(!!r.bitmaps, !!(r.flags & BTRFS_FREE_SPACE_USING_BITMAPS),
+			     "group %llu: flags %#x, %u bitmaps", (unsigned long long)bg->start,
+			     r.flags, r.bitmaps);
 		cr_assert_eq(r.nr, want.nr, "group %llu: %zu free ranges in the tree, %zu by the extent tree",
 			     (unsigned long long)bg->start, r.nr, want.nr);
 		for (size_t j = 0; j < r.nr; j++) {
@@ -300,7 +308,7 @@ int memfs_fst_group(struct tlog_fs *fs, u64 bytenr, struct free_range **v, size_
 	*bg_start = bg->start;
 	*bg_len = bg->length;
 	fst_ranges(fs, bg->start, bg->length, &r, &count, &n);
-	cr_assert_eq(count, n);
+	cr_assert_eq(count, r.nr);
 	btrfs_free_block_groups(&bgs);
 	*v = r.v;
 	*nr = r.nr;

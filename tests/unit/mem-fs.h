@@ -16,6 +16,8 @@
 
 /* A fresh filesystem (fixed fsid) on a new memory device. */
 struct tlog_bdev *memfs_make(void);
+/* The same with tree blocks of @nodesize bytes (0: the default). */
+struct tlog_bdev *memfs_make_nodesize(u32 nodesize);
 /* Open @bdev writable; @fault_mode 0 for none.  Asserts success. */
 struct tlog_fs *memfs_open(struct tlog_bdev *bdev, int fault_mode, u64 fault_nth);
 /* The same, returning the error instead of asserting. */
