@@ -13,6 +13,13 @@
 #include "mkfs.h"
 #include "mem-fs.h"
 
+u64 memfs_seed(void)
+{
+	const char *e = getenv("TLOG_TEST_SEED");
+
+	return e ? strtoull(e, NULL, 0) : 20261201;
+}
+
 struct tlog_bdev *memfs_make(void)
 {
 	return memfs_make_nodesize(0);

@@ -14,6 +14,18 @@
 
 #define MEMFS_SIZE	(256ULL << 20)
 
+/* xorshift: the random operations of a test, repeatable from its seed */
+static inline u32 memfs_rng(u64 *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (u32)(*s >> 11);
+}
+
+/* The seed of the random tests: TLOG_TEST_SEED, else a fixed one. */
+u64 memfs_seed(void);
+
 /* A fresh filesystem (fixed fsid) on a new memory device. */
 struct tlog_bdev *memfs_make(void);
 /* The same with tree blocks of @nodesize bytes (0: the default). */

@@ -29,14 +29,6 @@ struct model {
 	size_t nr;
 };
 
-static u32 rng_next(u64 *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return (u32)(*s >> 11);
-}
-
 static void fill_item(u8 *p, const struct item *it)
 {
 	for (u32 i = 0; i < it->size; i++)
@@ -75,11 +67,11 @@ static int random_trans(struct tlog_fs *fs, struct model *m, u64 seed, int nops)
 	if (err)
 		return err;
 	for (int i = 0; !err && i < nops; i++) {
-		u32 op = rng_next(&s) % 10;
+		u32 op = memfs_rng(&s) % 10;
 
 		if (op < 6 || m->nr < 8) {		/* insert a new item */
-			struct item it = { 1000 + rng_next(&s) % 64, rng_next(&s) % 100000,
-					   1 + rng_next(&s) % 400, rng_next(&s) };
+			struct item it = { 1000 + memfs_rng(&s) % 64, memfs_rng(&s) % 100000,
+					   1 + memfs_rng(&s) % 400, memfs_rng(&s) };
 			struct btrfs_key key = { it.objectid, ITEM_TYPE, it.offset };
 
 			if (model_find(m, it.objectid, it.offset) || m->nr == MAX_ITEMS)
@@ -89,21 +81,21 @@ static int random_trans(struct tlog_fs *fs, struct model *m, u64 seed, int nops)
 			m->v[m->nr++] = it;
 			qsort(m->v, m->nr, sizeof(*m->v), cmp_item);
 		} else if (op < 8) {			/* delete one */
-			size_t j = rng_next(&s) % m->nr;
+			size_t j = memfs_rng(&s) % m->nr;
 			struct btrfs_key key = { m->v[j].objectid, ITEM_TYPE, m->v[j].offset };
 
 			err = btrfs_delete_item(trans, root, &key);
 			memmove(m->v + j, m->v + j + 1, (m->nr - j - 1) * sizeof(*m->v));
 			m->nr--;
 		} else {				/* rewrite one in place */
-			struct item *it = &m->v[rng_next(&s) % m->nr];
+			struct item *it = &m->v[memfs_rng(&s) % m->nr];
 			struct btrfs_key key = { it->objectid, ITEM_TYPE, it->offset };
 			struct btrfs_path path;
 
 			btrfs_init_path(&path);
 			err = btrfs_search_slot_for_write(trans, root, &key, &path, 0);
 			if (err == 0) {
-				it->fill = rng_next(&s);
+				it->fill = memfs_rng(&s);
 				fill_item(btrfs_item_ptr(path.nodes[0], path.slots[0]), it);
 				btrfs_mark_buffer_dirty(fs, path.nodes[0]);
 			} else if (err > 0) {
@@ -152,18 +144,11 @@ static bool matches(struct tlog_fs *fs, const struct model *m, u64 seed)
 	return ok && j == m->nr;
 }
 
-static u64 test_seed(void)
-{
-	const char *e = getenv("TLOG_TEST_SEED");
-
-	return e ? strtoull(e, NULL, 0) : 20261201;
-}
-
 Test(memfs_commit, random_changes_survive_reopen)
 {
 	static struct model m;
 	struct tlog_bdev *bdev = memfs_make();
-	u64 seed = test_seed(), gen, ops = 0;
+	u64 seed = memfs_seed(), gen, ops = 0;
 	struct tlog_fs *fs;
 
 	m.nr = 0;
@@ -218,7 +203,7 @@ static void base_state(struct tlog_bdev **bdev, struct model *m, u64 seed)
 Test(memfs_commit, fault_at_every_write)
 {
 	static struct model old, new, scratch;
-	u64 seed = test_seed(), writes, gen0;
+	u64 seed = memfs_seed(), writes, gen0;
 	int seen_old = 0, seen_new = 0, points = 0;
 	struct tlog_bdev *bdev;
 	struct tlog_fs *fs;

@@ -42,14 +42,6 @@ struct dmodel {
 	u64 writes, reflinks, drops, splits, frees, bytes_found;
 };
 
-static u32 rng_next(u64 *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return (u32)(*s >> 11);
-}
-
 static int refs_of(const struct dmodel *m, int ext)
 {
 	int n = 0;
@@ -147,10 +139,10 @@ static int data_trans(struct tlog_fs *fs, struct dmodel *m, u64 seed, int nops, 
 	for (int i = 0; create && !err && i < NR_INODES; i++)
 		err = memfs_create_inode(trans, root, FIRST_INO + i, (u64)FILE_SECTORS * ss, 0);
 	for (int i = 0; !err && i < nops; i++) {
-		u32 op = rng_next(&s) % 10;
-		u64 ino = FIRST_INO + rng_next(&s) % NR_INODES;
-		u64 off = (u64)(rng_next(&s) % FILE_SECTORS) * ss;
-		u64 len = (u64)(1 + rng_next(&s) % 12) * ss;
+		u32 op = memfs_rng(&s) % 10;
+		u64 ino = FIRST_INO + memfs_rng(&s) % NR_INODES;
+		u64 off = (u64)(memfs_rng(&s) % FILE_SECTORS) * ss;
+		u64 len = (u64)(1 + memfs_rng(&s) % 12) * ss;
 
 		if (op < 4 || m->nr_it == 0) {			/* write new data */
 			u64 bytenr;
@@ -165,8 +157,8 @@ static int data_trans(struct tlog_fs *fs, struct dmodel *m, u64 seed, int nops, 
 			add_item(m, (struct fitem){ ino, off, len, 0, m->nr_ext++ });
 			m->writes++;
 		} else if (op < 7) {				/* reflink part of an item */
-			struct fitem src = m->it[rng_next(&s) % m->nr_it];
-			u64 cut = (u64)(rng_next(&s) % (src.num / ss)) * ss;
+			struct fitem src = m->it[memfs_rng(&s) % m->nr_it];
+			u64 cut = (u64)(memfs_rng(&s) % (src.num / ss)) * ss;
 			const struct dext *x = &m->ext[src.ext];
 
 			src.ext_off += cut;
@@ -188,7 +180,7 @@ static int data_trans(struct tlog_fs *fs, struct dmodel *m, u64 seed, int nops, 
 			add_item(m, src);
 			m->reflinks++;
 		} else {					/* drop a range */
-			u64 end = rng_next(&s) % 8 == 0 ? (u64)-1 : off + len;
+			u64 end = memfs_rng(&s) % 8 == 0 ? (u64)-1 : off + len;
 
 			err = drop_range(trans, root, m, ino, off, end);
 		}
@@ -282,18 +274,11 @@ static bool data_matches(struct tlog_fs *fs, struct dmodel *m, u64 seed, int *fr
 	return true;
 }
 
-static u64 test_seed(void)
-{
-	const char *e = getenv("TLOG_TEST_SEED");
-
-	return e ? strtoull(e, NULL, 0) : 20261201;
-}
-
 Test(memfs_data, refs_and_free_space_follow_the_model)
 {
 	static struct dmodel m;
 	struct tlog_bdev *bdev = memfs_make();
-	u64 seed = test_seed();
+	u64 seed = memfs_seed();
 	int freed_checked = 0;
 	struct tlog_fs *fs;
 
@@ -342,7 +327,7 @@ static struct tlog_bdev *data_base(struct dmodel *m, u64 seed)
 Test(memfs_data, fault_at_every_write)
 {
 	static struct dmodel old, new, scratch;
-	u64 seed = test_seed(), writes, gen0;
+	u64 seed = memfs_seed(), writes, gen0;
 	int seen_old = 0, seen_new = 0, points = 0;
 	struct tlog_bdev *bdev;
 	struct tlog_fs *fs;

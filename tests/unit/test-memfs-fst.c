@@ -27,14 +27,6 @@ struct fmodel {
 	u64 bg_start, bg_len;
 };
 
-static u32 rng_next(u64 *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return (u32)(*s >> 11);
-}
-
 static int cmp_u64pair(const void *a, const void *b)
 {
 	const u64 *x = a, *y = b;
@@ -124,8 +116,7 @@ Test(memfs_fst, free_ranges_follow_the_model_across_bitmaps)
 {
 	static struct fmodel m;
 	struct tlog_bdev *bdev = memfs_make();
-	const char *e = getenv("TLOG_TEST_SEED");
-	u64 seed = e ? strtoull(e, NULL, 0) : 20261201, s = seed | 1;
+	u64 seed = memfs_seed(), s = seed | 1;
 	struct tlog_trans *trans;
 	struct btrfs_root *root;
 	struct tlog_fs *fs;
@@ -175,14 +166,14 @@ Test(memfs_fst, free_ranges_follow_the_model_across_bitmaps)
 				free_one(trans, root, &m, i);
 		} else if (round < 6) {
 			for (int k = 0; k < 150; k++, ops++) {
-				int slot = rng_next(&s) % (m.nr + 20);
+				int slot = memfs_rng(&s) % (m.nr + 20);
 
 				if (slot >= MAX_EXT)
 					continue;
 				if (slot < m.nr && m.len[slot]) {
 					free_one(trans, root, &m, slot);
 				} else {
-					alloc_one(trans, root, &m, slot, (1 + rng_next(&s) % 3) * ss);
+					alloc_one(trans, root, &m, slot, (1 + memfs_rng(&s) % 3) * ss);
 					if (slot >= m.nr)
 						m.nr = slot + 1;
 				}

@@ -39,14 +39,6 @@ struct smodel {
 	size_t nr;
 };
 
-static u32 rng_next(u64 *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return (u32)(*s >> 11);
-}
-
 static void fill(u8 *p, const struct sitem *it)
 {
 	for (u32 i = 0; i < it->size; i++)
@@ -69,9 +61,9 @@ static void random_items(struct tlog_trans *trans, struct btrfs_root *root, stru
 	u8 buf[400];
 
 	for (int i = 0; i < n; i++) {
-		if (inserts_only || m->nr < 16 || rng_next(s) % 3) {
-			struct sitem it = { 1000 + rng_next(s) % 50, rng_next(s) % 100000,
-					    1 + rng_next(s) % 300, rng_next(s) };
+		if (inserts_only || m->nr < 16 || memfs_rng(s) % 3) {
+			struct sitem it = { 1000 + memfs_rng(s) % 50, memfs_rng(s) % 100000,
+					    1 + memfs_rng(s) % 300, memfs_rng(s) };
 			struct btrfs_key key = { it.objectid, ITEM_TYPE, it.offset };
 
 			if (bsearch(&it, m->v, m->nr, sizeof(it), cmp_sitem) || m->nr == MAX_ITEMS)
@@ -82,7 +74,7 @@ static void random_items(struct tlog_trans *trans, struct btrfs_root *root, stru
 			m->v[m->nr++] = it;
 			qsort(m->v, m->nr, sizeof(*m->v), cmp_sitem);
 		} else {
-			size_t j = rng_next(s) % m->nr;
+			size_t j = memfs_rng(s) % m->nr;
 			struct btrfs_key key = { m->v[j].objectid, ITEM_TYPE, m->v[j].offset };
 
 			cr_assert_eq(btrfs_delete_item(trans, root, &key), 0, "%s", tlog_error_get());
@@ -339,8 +331,7 @@ Test(memfs_snapshot, cow_of_shared_blocks_keeps_refs_exact)
 	static u8 snap_fe[1 << 20], now_fe[1 << 20];
 	/* small blocks: a tree of three levels from a few thousand items */
 	struct tlog_bdev *bdev = memfs_make_nodesize(4096);
-	const char *e = getenv("TLOG_TEST_SEED");
-	u64 seed = e ? strtoull(e, NULL, 0) : 20261201, s = seed | 1;
+	u64 seed = memfs_seed(), s = seed | 1;
 	struct ref_stats st = { 0 };
 	u64 full_backref_max = 0, dropped = 0;
 	struct tlog_trans *trans;
@@ -392,8 +383,8 @@ Test(memfs_snapshot, cow_of_shared_blocks_keeps_refs_exact)
 		 * source has not copied (they are shared with normal refs).
 		 */
 		for (int k = 0; k < 6 + (round >= 2) * 6; k++) {
-			u64 ino = FIRST_INO + rng_next(&s) % (NR_FILES / 2), found;
-			u64 start = (u64)(rng_next(&s) % 8) * fs->sectorsize;
+			u64 ino = FIRST_INO + memfs_rng(&s) % (NR_FILES / 2), found;
+			u64 start = (u64)(memfs_rng(&s) % 8) * fs->sectorsize;
 
 			root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
 			if (k >= 6) {
