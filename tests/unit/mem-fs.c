@@ -342,3 +342,56 @@ u64 memfs_csum_bytes(struct tlog_fs *fs, u64 bytenr, u64 len)
 	cr_assert_eq(iter.ret, 1, "csum tree: %s", tlog_error_get());
 	return covered;
 }
+
+void memfs_fault_sweep(const struct memfs_fault_case *c, struct memfs_fault_stats *st)
+{
+	struct tlog_bdev *bdev = c->setup(c->arg);
+	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
+	u64 w0 = bdev->nr_writes;
+
+	memset(st, 0, sizeof(*st));
+	cr_assert_eq(c->change(fs, c->arg), 0, "%s: clean run: %s", c->name, tlog_error_get());
+	tlog_close(fs);
+	st->writes = bdev->nr_writes - w0;
+	fs = memfs_open(bdev, 0, 0);
+	cr_assert_eq(c->state(fs, c->arg, 0, 0), 1, "%s: the clean run left the old state", c->name);
+	tlog_close(fs);
+	tlog_bdev_close(bdev);
+	cr_assert_geq(st->writes, 4, "%s: only %llu writes", c->name, (unsigned long long)st->writes);
+
+	for (int mode = TLOG_FAULT_FAIL; mode <= TLOG_FAULT_DROP; mode++) {
+		const char *mname = mode == TLOG_FAULT_FAIL ? "fail" : "drop";
+
+		for (u64 n = 1; n <= st->writes; n++) {
+			int err;
+
+			bdev = c->setup(c->arg);
+			fs = memfs_open(bdev, mode, n);
+			err = c->change(fs, c->arg);
+			tlog_close(fs);
+			if (mode == TLOG_FAULT_FAIL)
+				cr_assert_neq(err, 0, "%s: write %llu of %llu failed, unnoticed", c->name,
+					      (unsigned long long)n, (unsigned long long)st->writes);
+			else
+				cr_assert_eq(err, 0, "%s: drop at %llu: %s", c->name,
+					     (unsigned long long)n, tlog_error_get());
+			err = memfs_try_open(bdev, 0, 0, &fs);
+			cr_assert_eq(err, 0, "%s: %s at %llu: the device no longer opens: %s", c->name,
+				     mname, (unsigned long long)n, tlog_error_get());
+			if (c->state(fs, c->arg, mode, n))
+				st->new++;
+			else
+				st->old++;
+			memfs_check_free_space_tree(fs);
+			tlog_close(fs);
+			tlog_bdev_close(bdev);
+			st->points++;
+		}
+	}
+	cr_log_info("%s: %llu writes, %llu fault points, %llu left the old state, %llu the new",
+		    c->name, (unsigned long long)st->writes, (unsigned long long)st->points,
+		    (unsigned long long)st->old, (unsigned long long)st->new);
+	cr_assert_eq(st->points, 2 * st->writes);
+	cr_assert_gt(st->old, 0, "%s: no fault point left the old state", c->name);
+	cr_assert_gt(st->new, 0, "%s: no fault point left the new state", c->name);
+}

@@ -68,5 +68,28 @@ int memfs_fst_group(struct tlog_fs *fs, u64 bytenr, struct free_range **v, size_
 		    u64 *bg_start, u64 *bg_len);
 /* Bytes of [bytenr, bytenr + len) the csum tree has checksums for. */
 u64 memfs_csum_bytes(struct tlog_fs *fs, u64 bytenr, u64 len);
+/*
+ * Fault injection at every write of a change: a clean run counts the
+ * writes W the change makes; then for n in 1..W the change runs with
+ * write n failed, and again dropped (TLOG_FAULT_FAIL / _DROP).  A failed
+ * change must return an error, a dropped one must not notice; afterwards
+ * the device must open, with a free space tree in step with its extent
+ * tree, and @state must find the old state (0) or the new one (1) -
+ * asserting it is one of them.  Both must be seen.
+ */
+struct memfs_fault_case {
+	const char *name;
+	struct tlog_bdev *(*setup)(void *arg);		/* a fresh device, before */
+	int (*change)(struct tlog_fs *fs, void *arg);	/* 0 or the first error */
+	/* mode 0, n 0: the clean run's result (the new state, to remember) */
+	int (*state)(struct tlog_fs *fs, void *arg, int mode, u64 n);
+	void *arg;
+};
+
+struct memfs_fault_stats {
+	u64 writes, points, old, new;
+};
+
+void memfs_fault_sweep(const struct memfs_fault_case *c, struct memfs_fault_stats *st);
 
 #endif

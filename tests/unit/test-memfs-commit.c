@@ -189,77 +189,59 @@ Test(memfs_commit, random_changes_survive_reopen)
 #define BASE_OPS	150
 #define FAULT_OPS	300
 
-static void base_state(struct tlog_bdev **bdev, struct model *m, u64 seed)
-{
-	struct tlog_fs *fs;
+struct fault_ctx {
+	struct model old, new, scratch;
+	u64 seed, gen0;
+};
 
-	*bdev = memfs_make();
-	m->nr = 0;
-	fs = memfs_open(*bdev, 0, 0);
-	cr_assert_eq(random_trans(fs, m, seed, BASE_OPS), 0, "%s", tlog_error_get());
+/* A committed state to change: the old one. */
+static struct tlog_bdev *fault_setup(void *arg)
+{
+	struct fault_ctx *c = arg;
+	struct tlog_bdev *bdev = memfs_make();
+	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
+
+	c->old.nr = 0;
+	cr_assert_eq(random_trans(fs, &c->old, c->seed, BASE_OPS), 0, "%s", tlog_error_get());
 	tlog_close(fs);
+	fs = memfs_open(bdev, 0, 0);
+	c->gen0 = fs->generation;
+	tlog_close(fs);
+	c->scratch = c->old;
+	return bdev;
+}
+
+static int fault_change(struct tlog_fs *fs, void *arg)
+{
+	struct fault_ctx *c = arg;
+
+	return random_trans(fs, &c->scratch, c->seed + 1, FAULT_OPS);
+}
+
+static int fault_state(struct tlog_fs *fs, void *arg, int mode, u64 n)
+{
+	struct fault_ctx *c = arg;
+
+	if (mode == 0)
+		c->new = c->scratch;
+	if (fs->generation == c->gen0) {
+		cr_assert(matches(fs, &c->old, c->seed), "seed %llu mode %d at %llu: old generation, other items",
+			  (unsigned long long)c->seed, mode, (unsigned long long)n);
+		return 0;
+	}
+	cr_assert_eq(fs->generation, c->gen0 + 1);
+	cr_assert(matches(fs, &c->new, c->seed), "seed %llu mode %d at %llu: new generation, other items",
+		  (unsigned long long)c->seed, mode, (unsigned long long)n);
+	return 1;
 }
 
 Test(memfs_commit, fault_at_every_write)
 {
-	static struct model old, new, scratch;
-	u64 seed = memfs_seed(), writes, gen0;
-	int seen_old = 0, seen_new = 0, points = 0;
-	struct tlog_bdev *bdev;
-	struct tlog_fs *fs;
+	static struct fault_ctx ctx;
+	struct memfs_fault_case fc = { "commit", fault_setup, fault_change, fault_state, &ctx };
+	struct memfs_fault_stats st;
 
-	/* the clean run: how many writes the commit makes */
-	base_state(&bdev, &old, seed);
-	new = old;
-	fs = memfs_open(bdev, 0, 0);
-	gen0 = fs->generation;
-	writes = bdev->nr_writes;
-	cr_assert_eq(random_trans(fs, &new, seed + 1, FAULT_OPS), 0);
-	tlog_close(fs);
-	writes = bdev->nr_writes - writes;
-	tlog_bdev_close(bdev);
-	cr_assert_geq(writes, 5, "the commit made only %llu writes", (unsigned long long)writes);
-
-	for (int mode = TLOG_FAULT_FAIL; mode <= TLOG_FAULT_DROP; mode++) {
-		for (u64 n = 1; n <= writes; n++) {
-			const char *mname = mode == TLOG_FAULT_FAIL ? "fail" : "drop";
-			int err;
-
-			base_state(&bdev, &scratch, seed);
-			fs = memfs_open(bdev, mode, n);
-			err = random_trans(fs, &scratch, seed + 1, FAULT_OPS);
-			tlog_close(fs);
-			if (mode == TLOG_FAULT_FAIL)
-				cr_assert_neq(err, 0, "seed %llu: commit with write %llu failing succeeded",
-					      (unsigned long long)seed, (unsigned long long)n);
-			else
-				cr_assert_eq(err, 0, "seed %llu: drop at %llu: %s",
-					     (unsigned long long)seed, (unsigned long long)n,
-					     tlog_error_get());
-			err = memfs_try_open(bdev, 0, 0, &fs);
-			cr_assert_eq(err, 0, "seed %llu %s at %llu/%llu: the device no longer opens: %s",
-				     (unsigned long long)seed, mname, (unsigned long long)n,
-				     (unsigned long long)writes, tlog_error_get());
-			if (fs->generation == gen0) {
-				cr_assert(matches(fs, &old, seed), "seed %llu %s at %llu: old generation, other items",
-					  (unsigned long long)seed, mname, (unsigned long long)n);
-				seen_old++;
-			} else {
-				cr_assert_eq(fs->generation, gen0 + 1);
-				cr_assert(matches(fs, &new, seed), "seed %llu %s at %llu: new generation, other items",
-					  (unsigned long long)seed, mname, (unsigned long long)n);
-				seen_new++;
-			}
-			memfs_check_free_space_tree(fs);
-			tlog_close(fs);
-			tlog_bdev_close(bdev);
-			points++;
-		}
-	}
-	cr_assert_eq(points, 2 * writes);
-	cr_assert_gt(seen_old, 0);
-	/* a fault after the primary superblock leaves the new state */
-	cr_log_info("commit: %llu writes, %d fault points, %d old, %d new",
-		    (unsigned long long)writes, points, seen_old, seen_new);
-	cr_assert_gt(seen_new, 0, "no fault point left the new state (%d points)", points);
+	ctx.seed = memfs_seed();
+	memfs_fault_sweep(&fc, &st);
+	cr_assert_geq(st.writes, 10);
 }

@@ -313,77 +313,82 @@ Test(memfs_data, refs_and_free_space_follow_the_model)
 	tlog_bdev_close(bdev);
 }
 
-static struct tlog_bdev *data_base(struct dmodel *m, u64 seed)
+struct fault_ctx {
+	struct dmodel old, new, scratch;
+	u64 seed, gen0;
+};
+
+static struct tlog_bdev *fault_setup(void *arg)
 {
+	struct fault_ctx *c = arg;
 	struct tlog_bdev *bdev = memfs_make();
 	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
 
-	memset(m, 0, sizeof(*m));
-	cr_assert_eq(data_trans(fs, m, seed, 40, true), 0, "%s", tlog_error_get());
+	memset(&c->old, 0, sizeof(c->old));
+	cr_assert_eq(data_trans(fs, &c->old, c->seed, 40, true), 0, "%s", tlog_error_get());
 	tlog_close(fs);
+	fs = memfs_open(bdev, 0, 0);
+	c->gen0 = fs->generation;
+	tlog_close(fs);
+	c->scratch = c->old;
 	return bdev;
+}
+
+static int fault_change(struct tlog_fs *fs, void *arg)
+{
+	struct fault_ctx *c = arg;
+
+	return data_trans(fs, &c->scratch, c->seed + 7, 30, false);
+}
+
+static int fault_state(struct tlog_fs *fs, void *arg, int mode, u64 n)
+{
+	struct fault_ctx *c = arg;
+
+	if (mode == 0)
+		c->new = c->scratch;
+	if (fs->generation == c->gen0) {
+		cr_assert(data_matches(fs, &c->old, c->seed, NULL),
+			  "seed %llu mode %d at %llu: old generation, other data",
+			  (unsigned long long)c->seed, mode, (unsigned long long)n);
+		return 0;
+	}
+	cr_assert_eq(fs->generation, c->gen0 + 1);
+	cr_assert(data_matches(fs, &c->new, c->seed, NULL),
+		  "seed %llu mode %d at %llu: new generation, other data",
+		  (unsigned long long)c->seed, mode, (unsigned long long)n);
+	return 1;
 }
 
 Test(memfs_data, fault_at_every_write)
 {
-	static struct dmodel old, new, scratch;
-	u64 seed = memfs_seed(), writes, gen0;
-	int seen_old = 0, seen_new = 0, points = 0;
-	struct tlog_bdev *bdev;
-	struct tlog_fs *fs;
+	static struct fault_ctx ctx;
+	struct memfs_fault_case fc = { "data commit", fault_setup, fault_change, fault_state, &ctx };
+	struct memfs_fault_stats st;
 
-	bdev = data_base(&old, seed);
-	new = old;
-	fs = memfs_open(bdev, 0, 0);
-	gen0 = fs->generation;
-	writes = bdev->nr_writes;
-	cr_assert_eq(data_trans(fs, &new, seed + 7, 30, false), 0);
+	ctx.seed = memfs_seed();
+	memfs_fault_sweep(&fc, &st);
+	cr_assert_geq(st.writes, 10);
+}
+
+/* Inode A with an extent of @len bytes, B sharing all of it; committed. */
+static u64 shared_pair(struct tlog_bdev *bdev, u64 len)
+{
+	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
+	struct btrfs_root *root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
+	struct tlog_trans *trans;
+	u64 bytenr;
+
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	cr_assert_eq(memfs_create_inode(trans, root, FIRST_INO, len, len), 0);
+	cr_assert_eq(memfs_create_inode(trans, root, FIRST_INO + 1, len, len), 0);
+	cr_assert_eq(memfs_write_extent(trans, root, FIRST_INO, 0, len, 3, &bytenr), 0);
+	cr_assert_eq(btrfs_add_data_ref(trans, bytenr, len, root->root_key.objectid,
+					FIRST_INO + 1, 0), 0);
+	cr_assert_eq(memfs_insert_file_extent(trans, root, FIRST_INO + 1, 0, bytenr, len, 0, len), 0);
+	cr_assert_eq(tlog_trans_commit(trans), 0);
 	tlog_close(fs);
-	writes = bdev->nr_writes - writes;
-	tlog_bdev_close(bdev);
-	cr_assert_geq(writes, 10);
-
-	for (int mode = TLOG_FAULT_FAIL; mode <= TLOG_FAULT_DROP; mode++) {
-		for (u64 n = 1; n <= writes; n++) {
-			const char *mname = mode == TLOG_FAULT_FAIL ? "fail" : "drop";
-			int err;
-
-			bdev = data_base(&scratch, seed);
-			fs = memfs_open(bdev, mode, n);
-			err = data_trans(fs, &scratch, seed + 7, 30, false);
-			tlog_close(fs);
-			if (mode == TLOG_FAULT_FAIL)
-				cr_assert_neq(err, 0, "seed %llu: write %llu failing went unnoticed",
-					      (unsigned long long)seed, (unsigned long long)n);
-			else
-				cr_assert_eq(err, 0, "drop at %llu: %s", (unsigned long long)n,
-					     tlog_error_get());
-			err = memfs_try_open(bdev, 0, 0, &fs);
-			cr_assert_eq(err, 0, "seed %llu %s at %llu: the device no longer opens: %s",
-				     (unsigned long long)seed, mname, (unsigned long long)n,
-				     tlog_error_get());
-			if (fs->generation == gen0) {
-				cr_assert(data_matches(fs, &old, seed, NULL),
-					  "seed %llu %s at %llu: old generation, other data",
-					  (unsigned long long)seed, mname, (unsigned long long)n);
-				seen_old++;
-			} else {
-				cr_assert_eq(fs->generation, gen0 + 1);
-				cr_assert(data_matches(fs, &new, seed, NULL),
-					  "seed %llu %s at %llu: new generation, other data",
-					  (unsigned long long)seed, mname, (unsigned long long)n);
-				seen_new++;
-			}
-			tlog_close(fs);
-			tlog_bdev_close(bdev);
-			points++;
-		}
-	}
-	cr_log_info("data commit: %llu writes, %d fault points, %d old, %d new",
-		    (unsigned long long)writes, points, seen_old, seen_new);
-	cr_assert_eq(points, 2 * writes);
-	cr_assert_gt(seen_old, 0);
-	cr_assert_gt(seen_new, 0);
+	return bytenr;
 }
 
 /*
@@ -394,22 +399,12 @@ Test(memfs_data, fault_at_every_write)
 Test(memfs_data, last_reference_keyed_frees_the_extent)
 {
 	struct tlog_bdev *bdev = memfs_make();
+	u64 len = 8 * 4096, bytenr = shared_pair(bdev, len), found;
 	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
-	struct btrfs_root *root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
-	u64 len = 8 * fs->sectorsize, bytenr, found;
+	struct btrfs_root *root;
 	struct tlog_trans *trans;
 
-	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
-	cr_assert_eq(memfs_create_inode(trans, root, FIRST_INO, len, len), 0);
-	cr_assert_eq(memfs_create_inode(trans, root, FIRST_INO + 1, len, len), 0);
-	cr_assert_eq(memfs_write_extent(trans, root, FIRST_INO, 0, len, 1, &bytenr), 0);
-	cr_assert_eq(btrfs_add_data_ref(trans, bytenr, len, root->root_key.objectid,
-					FIRST_INO + 1, 0), 0);
-	cr_assert_eq(memfs_insert_file_extent(trans, root, FIRST_INO + 1, 0, bytenr, len, 0, len), 0);
-	cr_assert_eq(tlog_trans_commit(trans), 0);
-	tlog_close(fs);
-
-	fs = memfs_open(bdev, 0, 0);
+	cr_assert_eq(fs->sectorsize, 4096);
 	root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
 	cr_assert_eq(memfs_extent_refs(fs, bytenr, len), 2);
 	cr_assert_not(memfs_fst_range_free(fs, bytenr, len));
@@ -440,9 +435,9 @@ Test(memfs_data, drops_commit_and_reopen)
 {
 	static struct dmodel m;
 	struct tlog_bdev *bdev = memfs_make();
-	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
-	struct btrfs_root *root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
-	u64 ss = fs->sectorsize, len = 16 * ss, bytenr;
+	u64 ss = 4096, len = 16 * ss, bytenr = shared_pair(bdev, len);
+	struct tlog_fs *fs;
+	struct btrfs_root *root;
 	struct tlog_trans *trans;
 	static const struct {
 		u64 ino, start, end, found;
@@ -457,15 +452,6 @@ Test(memfs_data, drops_commit_and_reopen)
 	int freed_checked = 0;
 
 	memset(&m, 0, sizeof(m));
-	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
-	cr_assert_eq(memfs_create_inode(trans, root, FIRST_INO, len, len), 0);
-	cr_assert_eq(memfs_create_inode(trans, root, FIRST_INO + 1, len, len), 0);
-	cr_assert_eq(memfs_write_extent(trans, root, FIRST_INO, 0, len, 3, &bytenr), 0);
-	cr_assert_eq(btrfs_add_data_ref(trans, bytenr, len, root->root_key.objectid,
-					FIRST_INO + 1, 0), 0);
-	cr_assert_eq(memfs_insert_file_extent(trans, root, FIRST_INO + 1, 0, bytenr, len, 0, len), 0);
-	cr_assert_eq(tlog_trans_commit(trans), 0);
-	tlog_close(fs);
 	m.ext[0] = (struct dext){ bytenr, len };
 	m.nr_ext = 1;
 	add_item(&m, (struct fitem){ FIRST_INO, 0, len, 0, 0 });

@@ -215,64 +215,45 @@ Test(memfs_replay, logged_file_appears_and_log_root_is_cleared)
 	tlog_bdev_close(bdev);
 }
 
+static struct tlog_bdev *fault_setup(void *arg)
+{
+	struct tlog_bdev *bdev = memfs_make();
+
+	(void)arg;
+	plant_log(bdev);
+	return bdev;
+}
+
+static int fault_change(struct tlog_fs *fs, void *arg)
+{
+	(void)arg;
+	return replay(fs, NULL);
+}
+
+static int fault_state(struct tlog_fs *fs, void *arg, int mode, u64 n)
+{
+	(void)arg;
+	if (!fs->log_root_tree) {
+		cr_assert_eq(file_state(fs), 1, "mode %d at %llu: no log and no file", mode,
+			     (unsigned long long)n);
+		return 1;
+	}
+	/* the old state: the log is still there, and replays */
+	cr_assert_eq(file_state(fs), 0, "mode %d at %llu", mode, (unsigned long long)n);
+	cr_assert_eq(replay(fs, NULL), 0, "mode %d at %llu: the second replay: %s", mode,
+		     (unsigned long long)n, tlog_error_get());
+	cr_assert_null(fs->log_root_tree);
+	cr_assert_eq(btrfs_super_block_log_root(&fs->super), 0);
+	cr_assert_eq(file_state(fs), 1, "mode %d at %llu: the second replay", mode,
+		     (unsigned long long)n);
+	return 0;
+}
+
 Test(memfs_replay, fault_at_every_write)
 {
-	int seen_old = 0, seen_new = 0, points = 0;
-	struct tlog_bdev *bdev;
-	struct tlog_fs *fs;
-	u64 writes;
+	struct memfs_fault_case fc = { "replay", fault_setup, fault_change, fault_state, NULL };
+	struct memfs_fault_stats st;
 
-	bdev = memfs_make();
-	plant_log(bdev);
-	fs = memfs_open(bdev, 0, 0);
-	writes = bdev->nr_writes;
-	cr_assert_eq(replay(fs, NULL), 0);
-	tlog_close(fs);
-	writes = bdev->nr_writes - writes;
-	tlog_bdev_close(bdev);
-	cr_assert_geq(writes, 4);
-
-	for (int mode = TLOG_FAULT_FAIL; mode <= TLOG_FAULT_DROP; mode++) {
-		for (u64 n = 1; n <= writes; n++) {
-			const char *mname = mode == TLOG_FAULT_FAIL ? "fail" : "drop";
-			int err;
-
-			bdev = memfs_make();
-			plant_log(bdev);
-			fs = memfs_open(bdev, mode, n);
-			err = replay(fs, NULL);
-			tlog_close(fs);
-			if (mode == TLOG_FAULT_FAIL)
-				cr_assert_neq(err, 0, "replay with write %llu failing succeeded",
-					      (unsigned long long)n);
-			else
-				cr_assert_eq(err, 0, "%s", tlog_error_get());
-			err = memfs_try_open(bdev, 0, 0, &fs);
-			cr_assert_eq(err, 0, "%s at %llu: the device no longer opens: %s", mname,
-				     (unsigned long long)n, tlog_error_get());
-			if (fs->log_root_tree) {
-				/* the old state: the log is still there, and replays */
-				cr_assert_eq(file_state(fs), 0, "%s at %llu", mname,
-					     (unsigned long long)n);
-				cr_assert_eq(replay(fs, NULL), 0, "%s at %llu: the second replay: %s",
-					     mname, (unsigned long long)n, tlog_error_get());
-				tlog_close(fs);
-				fs = memfs_open(bdev, 0, 0);
-				cr_assert_null(fs->log_root_tree);
-				seen_old++;
-			} else {
-				seen_new++;
-			}
-			cr_assert_eq(file_state(fs), 1, "%s at %llu", mname, (unsigned long long)n);
-			memfs_check_free_space_tree(fs);
-			tlog_close(fs);
-			tlog_bdev_close(bdev);
-			points++;
-		}
-	}
-	cr_log_info("replay: %llu writes, %d fault points, %d old, %d new",
-		    (unsigned long long)writes, points, seen_old, seen_new);
-	cr_assert_eq(points, 2 * writes);
-	cr_assert_gt(seen_old, 0);
-	cr_assert_gt(seen_new, 0);
+	memfs_fault_sweep(&fc, &st);
+	cr_assert_geq(st.writes, 8);
 }
