@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* A filesystem on a memory device, for unit tests (see mem-fs.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -343,45 +344,57 @@ u64 memfs_csum_bytes(struct tlog_fs *fs, u64 bytenr, u64 len)
 	return covered;
 }
 
+/* Open @bdev again after a change: the new state, by the generation? */
+static bool after_change(struct tlog_bdev *bdev, u64 gen0, const char *where, struct tlog_fs **fs)
+{
+	int err = memfs_try_open(bdev, 0, 0, fs);
+
+	cr_assert_eq(err, 0, "%s: the device no longer opens: %s", where, tlog_error_get());
+	cr_assert((*fs)->generation == gen0 || (*fs)->generation == gen0 + 1,
+		  "%s: generation %llu, before %llu", where,
+		  (unsigned long long)(*fs)->generation, (unsigned long long)gen0);
+	return (*fs)->generation == gen0 + 1;
+}
+
 void memfs_fault_sweep(const struct memfs_fault_case *c, struct memfs_fault_stats *st)
 {
 	struct tlog_bdev *bdev = c->setup(c->arg);
 	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
-	u64 w0 = bdev->nr_writes;
+	u64 w0 = bdev->nr_writes, gen0 = fs->generation;
+	char where[128];
 
 	memset(st, 0, sizeof(*st));
 	cr_assert_eq(c->change(fs, c->arg), 0, "%s: clean run: %s", c->name, tlog_error_get());
 	tlog_close(fs);
 	st->writes = bdev->nr_writes - w0;
-	fs = memfs_open(bdev, 0, 0);
-	cr_assert_eq(c->state(fs, c->arg, 0, 0), 1, "%s: the clean run left the old state", c->name);
+	cr_assert(after_change(bdev, gen0, c->name, &fs), "%s: the clean run changed nothing",
+		  c->name);
+	c->check(fs, c->arg, true, NULL);
 	tlog_close(fs);
 	tlog_bdev_close(bdev);
 	cr_assert_geq(st->writes, 4, "%s: only %llu writes", c->name, (unsigned long long)st->writes);
 
 	for (int mode = TLOG_FAULT_FAIL; mode <= TLOG_FAULT_DROP; mode++) {
-		const char *mname = mode == TLOG_FAULT_FAIL ? "fail" : "drop";
-
 		for (u64 n = 1; n <= st->writes; n++) {
+			bool new_state;
 			int err;
 
+			snprintf(where, sizeof(where), "%s: seed %llu, %s at write %llu of %llu",
+				 c->name, (unsigned long long)memfs_seed(),
+				 mode == TLOG_FAULT_FAIL ? "fail" : "drop", (unsigned long long)n,
+				 (unsigned long long)st->writes);
 			bdev = c->setup(c->arg);
 			fs = memfs_open(bdev, mode, n);
+			gen0 = fs->generation;
 			err = c->change(fs, c->arg);
 			tlog_close(fs);
 			if (mode == TLOG_FAULT_FAIL)
-				cr_assert_neq(err, 0, "%s: write %llu of %llu failed, unnoticed", c->name,
-					      (unsigned long long)n, (unsigned long long)st->writes);
+				cr_assert_neq(err, 0, "%s: the error went unnoticed", where);
 			else
-				cr_assert_eq(err, 0, "%s: drop at %llu: %s", c->name,
-					     (unsigned long long)n, tlog_error_get());
-			err = memfs_try_open(bdev, 0, 0, &fs);
-			cr_assert_eq(err, 0, "%s: %s at %llu: the device no longer opens: %s", c->name,
-				     mname, (unsigned long long)n, tlog_error_get());
-			if (c->state(fs, c->arg, mode, n))
-				st->new++;
-			else
-				st->old++;
+				cr_assert_eq(err, 0, "%s: %s", where, tlog_error_get());
+			new_state = after_change(bdev, gen0, where, &fs);
+			c->check(fs, c->arg, new_state, where);
+			*(new_state ? &st->new : &st->old) += 1;
 			memfs_check_free_space_tree(fs);
 			tlog_close(fs);
 			tlog_bdev_close(bdev);

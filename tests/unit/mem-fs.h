@@ -74,15 +74,16 @@ u64 memfs_csum_bytes(struct tlog_fs *fs, u64 bytenr, u64 len);
  * write n failed, and again dropped (TLOG_FAULT_FAIL / _DROP).  A failed
  * change must return an error, a dropped one must not notice; afterwards
  * the device must open, with a free space tree in step with its extent
- * tree, and @state must find the old state (0) or the new one (1) -
- * asserting it is one of them.  Both must be seen.
+ * tree, and a generation that says whether the change happened (the old
+ * state, or one commit later the new); @check must then find that state.
+ * Both must be seen.
  */
 struct memfs_fault_case {
 	const char *name;
 	struct tlog_bdev *(*setup)(void *arg);		/* a fresh device, before */
 	int (*change)(struct tlog_fs *fs, void *arg);	/* 0 or the first error */
-	/* mode 0, n 0: the clean run's result (the new state, to remember) */
-	int (*state)(struct tlog_fs *fs, void *arg, int mode, u64 n);
+	/* @where is NULL after the clean run (the new state, to remember) */
+	void (*check)(struct tlog_fs *fs, void *arg, bool new_state, const char *where);
 	void *arg;
 };
 

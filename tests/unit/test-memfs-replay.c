@@ -230,28 +230,27 @@ static int fault_change(struct tlog_fs *fs, void *arg)
 	return replay(fs, NULL);
 }
 
-static int fault_state(struct tlog_fs *fs, void *arg, int mode, u64 n)
+static void fault_check(struct tlog_fs *fs, void *arg, bool new_state, const char *where)
 {
 	(void)arg;
-	if (!fs->log_root_tree) {
-		cr_assert_eq(file_state(fs), 1, "mode %d at %llu: no log and no file", mode,
-			     (unsigned long long)n);
-		return 1;
+	where = where ? where : "clean run";
+	if (new_state) {
+		cr_assert_null(fs->log_root_tree, "%s: replayed, and the log is still there", where);
+		cr_assert_eq(file_state(fs), 1, "%s", where);
+		return;
 	}
 	/* the old state: the log is still there, and replays */
-	cr_assert_eq(file_state(fs), 0, "mode %d at %llu", mode, (unsigned long long)n);
-	cr_assert_eq(replay(fs, NULL), 0, "mode %d at %llu: the second replay: %s", mode,
-		     (unsigned long long)n, tlog_error_get());
+	cr_assert_not_null(fs->log_root_tree, "%s: not replayed, and no log", where);
+	cr_assert_eq(file_state(fs), 0, "%s", where);
+	cr_assert_eq(replay(fs, NULL), 0, "%s: the second replay: %s", where, tlog_error_get());
 	cr_assert_null(fs->log_root_tree);
 	cr_assert_eq(btrfs_super_block_log_root(&fs->super), 0);
-	cr_assert_eq(file_state(fs), 1, "mode %d at %llu: the second replay", mode,
-		     (unsigned long long)n);
-	return 0;
+	cr_assert_eq(file_state(fs), 1, "%s: the second replay", where);
 }
 
 Test(memfs_replay, fault_at_every_write)
 {
-	struct memfs_fault_case fc = { "replay", fault_setup, fault_change, fault_state, NULL };
+	struct memfs_fault_case fc = { "replay", fault_setup, fault_change, fault_check, NULL };
 	struct memfs_fault_stats st;
 
 	memfs_fault_sweep(&fc, &st);
