@@ -8,6 +8,7 @@
 
 #include "block-group.h"
 #include "errctx.h"
+#include "misc.h"
 #include "volumes.h"
 
 static int cmp_bg(const void *a, const void *b)
@@ -271,7 +272,7 @@ int btrfs_alloc_range(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u6
 			continue;
 		for (size_t i = 0; i < bg->nr_free; i++) {
 			struct free_range *r = &bg->free[i];
-			u64 start = (r->start + align - 1) / align * align;
+			u64 start = round_up(r->start, align);
 
 			if (start + len > r->start + r->len)
 				continue;

@@ -19,6 +19,7 @@
 #include "csum.h"
 #include "ctree.h"
 #include "disk-io.h"
+#include "misc.h"
 #include "transaction.h"
 #include "errctx.h"
 #include "volumes.h"
@@ -34,11 +35,6 @@
 
 /* Default block cache: this many bytes of unreferenced tree blocks. */
 #define TLOG_CACHE_BYTES (256ULL << 20)
-
-static bool is_power_of_2(u64 n)
-{
-	return n && !(n & (n - 1));
-}
 
 /* ---- superblock ---- */
 
@@ -132,9 +128,9 @@ int btrfs_validate_super(const struct btrfs_super_block *sb, int mirror)
 	    btrfs_super_block_chunk_root_level(sb) >= BTRFS_MAX_LEVEL ||
 	    btrfs_super_block_log_root_level(sb) >= BTRFS_MAX_LEVEL)
 		return tlog_error(-EUCLEAN, "tree root level out of range");
-	if (btrfs_super_block_root(sb) % sectorsize ||
-	    btrfs_super_block_chunk_root(sb) % sectorsize ||
-	    btrfs_super_block_log_root(sb) % sectorsize)
+	if (!IS_ALIGNED(btrfs_super_block_root(sb), sectorsize) ||
+	    !IS_ALIGNED(btrfs_super_block_chunk_root(sb), sectorsize) ||
+	    !IS_ALIGNED(btrfs_super_block_log_root(sb), sectorsize))
 		return tlog_error(-EUCLEAN, "unaligned tree root address");
 	if (btrfs_super_block_root(sb) == 0 || btrfs_super_block_chunk_root(sb) == 0)
 		return tlog_error(-EUCLEAN, "root or chunk root address is zero");
@@ -298,7 +294,7 @@ static int check_node(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
 		if (i > 0 && btrfs_comp_cpu_keys(&prev, &key) >= 0)
 			return tlog_error(-EUCLEAN, "node %llu: key %u is not above key %u",
 					  (unsigned long long)bytenr, i, i - 1);
-		if (ptr == 0 || ptr % fs->sectorsize)
+		if (ptr == 0 || !IS_ALIGNED(ptr, fs->sectorsize))
 			return tlog_error(-EUCLEAN, "node %llu: pointer %u to invalid address %llu",
 					  (unsigned long long)bytenr, i, (unsigned long long)ptr);
 		prev = key;
@@ -469,7 +465,7 @@ static int load_tree_block(struct tlog_fs *fs, u64 bytenr, struct extent_buffer 
 	struct extent_buffer *eb;
 	int copies, err = -EIO;
 
-	if (bytenr % fs->sectorsize || bytenr == 0)
+	if (!IS_ALIGNED(bytenr, fs->sectorsize) || bytenr == 0)
 		return tlog_error(-EUCLEAN, "tree block address %llu is not aligned",
 				  (unsigned long long)bytenr);
 	copies = btrfs_map_block(fs, bytenr, fs->nodesize, physical, TLOG_MAX_STRIPES);

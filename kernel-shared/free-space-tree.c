@@ -12,6 +12,7 @@
 
 #include "errctx.h"
 #include "free-space-tree.h"
+#include "misc.h"
 #include "transaction.h"
 
 static int fst_root(struct tlog_trans *trans, struct btrfs_root **ret)
@@ -431,7 +432,7 @@ static int write_extents(struct tlog_trans *trans, struct btrfs_root *root,
 static int convert_if_needed(struct tlog_trans *trans, struct btrfs_root *root,
 			     const struct tlog_block_group *bg)
 {
-	u64 nr_bitmaps = (bg->length + bitmap_range(trans->fs) - 1) / bitmap_range(trans->fs);
+	u64 nr_bitmaps = div_round_up(bg->length, bitmap_range(trans->fs));
 	u64 high = nr_bitmaps * (sizeof(struct btrfs_item) + 256) / sizeof(struct btrfs_item);
 	u64 low = high > 100 ? high - 100 : 0;
 	struct btrfs_key key = { bg->start, BTRFS_FREE_SPACE_INFO_KEY, bg->length };

@@ -10,6 +10,7 @@
 
 #include "errctx.h"
 #include "file.h"
+#include "misc.h"
 
 /* Where data of @ext ends for SEEK purposes (inline data runs to its sector end). */
 static u64 data_end(const struct tlog_file *file, const struct tlog_file_extent *ext)
@@ -17,7 +18,7 @@ static u64 data_end(const struct tlog_file *file, const struct tlog_file_extent 
 	u32 ss = file->fs->sectorsize;
 
 	if (ext->type == BTRFS_FILE_EXTENT_INLINE)
-		return ext->start + (ext->end - ext->start + ss - 1) / ss * ss;
+		return ext->start + round_up(ext->end - ext->start, ss);
 	return ext->end;
 }
 

@@ -24,6 +24,7 @@
 #include "csum.h"
 #include "errctx.h"
 #include "leaf-builder.h"
+#include "misc.h"
 #include "mkfs.h"
 
 #define SZ_64K		(64ULL * 1024)
@@ -88,16 +89,6 @@ void tlog_mkfs_default_cfg(struct tlog_mkfs_cfg *cfg)
 		else
 			cfg->incompat_flags |= f->flags;
 	}
-}
-
-static bool is_power_of_2(u64 v)
-{
-	return v && !(v & (v - 1));
-}
-
-static u64 round_down(u64 v, u64 align)
-{
-	return v / align * align;
 }
 
 static u64 clamp_u64(u64 v, u64 lo, u64 hi)
