@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "array.h"
 #include "commands.h"
 #include "disk-io.h"
 #include "errctx.h"
@@ -75,15 +76,8 @@ static bool block_seen(struct dump_ctx *ctx, u64 bytenr)
 		else
 			hi = mid;
 	}
-	if (ctx->nr_seen == ctx->alloc_seen) {
-		size_t n = ctx->alloc_seen ? ctx->alloc_seen * 2 : 256;
-		u64 *p = realloc(ctx->seen, n * sizeof(*p));
-
-		if (!p)
-			return true;	/* out of memory: stop descending */
-		ctx->seen = p;
-		ctx->alloc_seen = n;
-	}
+	if (array_reserve(ctx->seen, ctx->alloc_seen, ctx->nr_seen + 1))
+		return true;	/* out of memory: stop descending */
 	memmove(ctx->seen + lo + 1, ctx->seen + lo, (ctx->nr_seen - lo) * sizeof(u64));
 	ctx->seen[lo] = bytenr;
 	ctx->nr_seen++;

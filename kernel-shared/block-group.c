@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "block-group.h"
 #include "errctx.h"
 #include "misc.h"
@@ -58,15 +59,8 @@ static int add_free(struct tlog_block_group *bg, u64 start, u64 len)
 		bg->free[i].len += len;
 		return 0;
 	}
-	if (bg->nr_free == bg->cap_free) {
-		size_t cap = bg->cap_free ? bg->cap_free * 2 : 16;
-		struct free_range *p = realloc(bg->free, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		bg->free = p;
-		bg->cap_free = cap;
-	}
+	if (array_reserve(bg->free, bg->cap_free, bg->nr_free + 1))
+		return -ENOMEM;
 	memmove(bg->free + i + 1, bg->free + i, (bg->nr_free - i) * sizeof(*bg->free));
 	bg->free[i] = (struct free_range){ start, len };
 	bg->nr_free++;
@@ -152,7 +146,6 @@ static int read_block_group_items(struct tlog_fs *fs, struct tlog_block_groups *
 	struct btrfs_key max = { (u64)-1, (u8)-1, (u64)-1 };
 	struct btrfs_root *tree;
 	struct btrfs_tree_iter iter;
-	size_t cap = 0;
 	int err;
 
 	err = btrfs_read_root(fs, btrfs_block_group_root_id(fs), &tree);
@@ -169,16 +162,9 @@ static int read_block_group_items(struct tlog_fs *fs, struct tlog_block_groups *
 					 (unsigned long long)iter.key.objectid);
 			break;
 		}
-		if (bgs->nr == cap) {
-			size_t n = cap ? cap * 2 : 16;
-			struct tlog_block_group *p = realloc(bgs->v, n * sizeof(*p));
-
-			if (!p) {
-				err = -ENOMEM;
-				break;
-			}
-			bgs->v = p;
-			cap = n;
+		if (array_reserve(bgs->v, bgs->alloc, bgs->nr + 1)) {
+			err = -ENOMEM;
+			break;
 		}
 		bgi = btrfs_item_ptr(iter.leaf, iter.slot);
 		bg = &bgs->v[bgs->nr++];
@@ -320,12 +306,11 @@ int btrfs_exclude_range(struct tlog_block_groups *bgs, u64 start, u64 len)
 int btrfs_add_block_group(struct tlog_fs *fs, struct tlog_block_groups *bgs, u64 start,
 			  u64 length, u64 flags)
 {
-	struct tlog_block_group *p = realloc(bgs->v, (bgs->nr + 1) * sizeof(*p)), *bg;
+	struct tlog_block_group *bg;
 	int err;
 
-	if (!p)
+	if (array_reserve(bgs->v, bgs->alloc, bgs->nr + 1))
 		return -ENOMEM;
-	bgs->v = p;
 	bg = &bgs->v[bgs->nr++];
 	memset(bg, 0, sizeof(*bg));
 	bg->start = start;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "errctx.h"
 #include "free-space-tree.h"
 #include "misc.h"
@@ -308,15 +309,8 @@ static int run_push(struct run_list *l, u64 start, u64 len)
 		l->v[l->nr - 1].len += len;
 		return 0;
 	}
-	if (l->nr == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct free_range *p = realloc(l->v, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		l->v = p;
-		l->cap = cap;
-	}
+	if (array_reserve(l->v, l->cap, l->nr + 1))
+		return -ENOMEM;
 	l->v[l->nr++] = (struct free_range){ start, len };
 	return 0;
 }

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <uuid/uuid.h>
 
+#include "array.h"
 #include "blockdev.h"
 #include "csum.h"
 #include "errctx.h"
@@ -347,23 +348,6 @@ static void tree_release(struct mk_tree *t)
 	free(t->addr);
 }
 
-static bool grow(void **p, size_t *alloc, size_t need, size_t elem)
-{
-	size_t n = *alloc ? *alloc : 16;
-	void *np;
-
-	if (need <= *alloc)
-		return true;
-	while (n < need)
-		n *= 2;
-	np = realloc(*p, n * elem);
-	if (!np)
-		return false;
-	*p = np;
-	*alloc = n;
-	return true;
-}
-
 /*
  * Add an item to @t and return its zeroed data, to fill before the next
  * call.  On allocation failure the error sticks in @c and a scratch
@@ -375,8 +359,8 @@ static void *add_item(struct mk_ctx *c, struct mk_tree *t, u64 objectid, u8 type
 	size_t alloc_items = t->alloc_items;
 	struct mk_item *it;
 
-	if (!grow((void **)&t->items, &alloc_items, t->nr_items + 1, sizeof(*t->items)) ||
-	    !grow((void **)&t->arena, &t->arena_alloc, t->arena_len + size + 1, 1)) {
+	if (array_reserve(t->items, alloc_items, t->nr_items + 1) ||
+	    array_reserve(t->arena, t->arena_alloc, t->arena_len + size + 1)) {
 		c->err = -ENOMEM;
 		memset(c->scratch, 0, size);
 		return c->scratch;
@@ -573,7 +557,8 @@ static int build_free_space_tree(struct mk_ctx *c)
 	for (int i = 0; i < 3; i++) {
 		const struct mk_chunk *ch = &c->chunks[i];
 		u64 *addrs = NULL;
-		u32 nr = 0, alloc = 0;
+		size_t alloc = 0;
+		u32 nr = 0;
 
 		for (int ti = 0; ti < T_MAX; ti++) {
 			const struct mk_tree *t = &c->trees[ti];
@@ -583,14 +568,9 @@ static int build_free_space_tree(struct mk_ctx *c)
 			for (u32 b = 0; b < t->plan_blocks; b++) {
 				if (t->addr[b] < ch->logical || t->addr[b] >= ch->logical + ch->length)
 					continue;
-				if (nr == alloc) {
-					u64 *n = realloc(addrs, (alloc = alloc ? 2 * alloc : 32) * sizeof(*n));
-
-					if (!n) {
-						free(addrs);
-						return -ENOMEM;
-					}
-					addrs = n;
+				if (array_reserve(addrs, alloc, nr + 1)) {
+					free(addrs);
+					return -ENOMEM;
 				}
 				addrs[nr++] = t->addr[b];
 			}
@@ -737,7 +717,7 @@ static int push_block(struct mk_tree *t, u32 *alloc, u8 level, u32 first, u32 nr
 {
 	size_t a = *alloc;
 
-	if (!grow((void **)&t->blocks, &a, t->nr_blocks + 1, sizeof(*t->blocks)))
+	if (array_reserve(t->blocks, a, t->nr_blocks + 1))
 		return -ENOMEM;
 	*alloc = a;
 	t->blocks[t->nr_blocks++] = (struct mk_block){

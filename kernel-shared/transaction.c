@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "array.h"
 #include "blockdev.h"
 #include "block-group.h"
 #include "csum.h"
@@ -59,15 +60,8 @@ static struct trans_state *state_of(struct tlog_trans *trans)
 
 static int rec_push(struct rec_list *l, const struct block_rec *r)
 {
-	if (l->nr == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct block_rec *p = realloc(l->v, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		l->v = p;
-		l->cap = cap;
-	}
+	if (array_reserve(l->v, l->cap, l->nr + 1))
+		return -ENOMEM;
 	l->v[l->nr++] = *r;
 	return 0;
 }
@@ -254,15 +248,8 @@ int tlog_trans_defer_data_free(struct tlog_trans *trans, u64 bytenr, u64 len)
 {
 	struct trans_state *st = state_of(trans);
 
-	if (st->nr_deferred == st->cap_deferred) {
-		size_t cap = st->cap_deferred ? st->cap_deferred * 2 : 64;
-		struct free_range *v = realloc(st->deferred, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		st->deferred = v;
-		st->cap_deferred = cap;
-	}
+	if (array_reserve(st->deferred, st->cap_deferred, st->nr_deferred + 1))
+		return -ENOMEM;
 	st->deferred[st->nr_deferred++] = (struct free_range){ bytenr, len };
 	return 0;
 }

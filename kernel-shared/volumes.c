@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "ctree.h"
 #include "errctx.h"
 #include "misc.h"
@@ -184,15 +185,8 @@ int chunk_map_add(struct tlog_fs *fs, struct chunk_map *map, u64 logical,
 				  (unsigned long long)old->logical);
 	}
 
-	if (map->nr == map->alloc) {
-		size_t n = map->alloc ? map->alloc * 2 : 16;
-		struct map_lookup *p = realloc(map->maps, n * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		map->maps = p;
-		map->alloc = n;
-	}
+	if (array_reserve(map->maps, map->alloc, map->nr + 1))
+		return -ENOMEM;
 	map->maps[map->nr++] = m;
 	qsort(map->maps, map->nr, sizeof(*map->maps), map_cmp);
 	return 0;
