@@ -388,10 +388,7 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 	bool have_tree = false, extents = false, device = false, uuid = false;
 	bool footer = false;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:b:redu", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while ((c = cmd_next_option(cmd, argc, argv, "t:b:redu", long_options, &common)) != -1) {
 		switch (c) {
 		case 't':
 			if (parse_tree_name(optarg, &tree)) {
@@ -426,8 +423,6 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 		case 'u':
 			uuid = true;
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	check_argc(cmd, argc, 1, 1);

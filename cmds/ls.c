@@ -189,10 +189,7 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 	bool self = false;
 	int c, ret = 0, err;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "lid", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while ((c = cmd_next_option(cmd, argc, argv, "lid", long_options, &common)) != -1) {
 		switch (c) {
 		case 'l':
 			o.longfmt = true;
@@ -203,8 +200,6 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 		case 'd':
 			self = true;
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	check_argc(cmd, argc, 1, 2);

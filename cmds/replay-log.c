@@ -172,10 +172,7 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 	const char *image;
 	int c, err;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "vn", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while ((c = cmd_next_option(cmd, argc, argv, "vn", long_options, &common)) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = true;
@@ -184,8 +181,6 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 			dry_run = true;
 			verbose = true;	/* a dry run is for seeing what would happen */
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	check_argc(cmd, argc, 1, 1);

@@ -54,16 +54,11 @@ static int cmd_zero_log(const struct cmd_struct *cmd, int argc, char **argv)
 	bool force = false;
 	int c, err;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "f", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while ((c = cmd_next_option(cmd, argc, argv, "f", long_options, &common)) != -1) {
 		switch (c) {
 		case 'f':
 			force = true;
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	check_argc(cmd, argc, 1, 1);
