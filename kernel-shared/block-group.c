@@ -113,7 +113,10 @@ static int exclude_range(struct tlog_block_group *bg, u64 start, u64 len)
 	return 0;
 }
 
-/* Ranges that map onto superblock copies are never allocated (format.md 7.6). */
+/*
+ * Ranges that map onto superblock copies are never allocated (the kernel's
+ * exclude_super_stripes; Documentation/design/format.md, Allocation).
+ */
 static int exclude_super_stripes(struct tlog_fs *fs, struct tlog_block_group *bg)
 {
 	const struct map_lookup *m = chunk_map_find(&fs->chunks, bg->start);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Data on disk and its checksums in the csum tree (format.md 9): one
- * checksum per sector, in items keyed (EXTENT_CSUM, EXTENT_CSUM, bytenr)
- * that never overlap.
+ * Data on disk and its checksums in the csum tree (as the kernel's
+ * file-item.c keeps them): one checksum per sector, in items keyed
+ * (EXTENT_CSUM, EXTENT_CSUM, bytenr) that never overlap.
  */
 #include <errno.h>
 #include <stdlib.h>

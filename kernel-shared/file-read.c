@@ -248,9 +248,9 @@ static int lzo_segment(const u8 *in, size_t len, u8 *out, size_t cap, size_t *pr
 }
 
 /*
- * btrfs's lzo framing (format.md 8.8): a u32 total length, then per sector
- * of input a u32 segment length and the segment; a segment header never
- * straddles a sector boundary.  Inline extents hold exactly one segment.
+ * btrfs's lzo framing (the kernel's lzo_decompress_bio): a u32 total
+ * length, then per sector of input a u32 segment length and the segment;
+ * a segment header never straddles a sector boundary.  Inline extents hold exactly one segment.
  */
 static int decompress_lzo(const u8 *in, size_t in_len, u8 *out, size_t out_len,
 			  u32 sectorsize, bool is_inline, size_t *produced)

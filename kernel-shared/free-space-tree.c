@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Keeping the free space tree in step with allocations (format.md 10):
+ * Keeping the free space tree in step with allocations (as the kernel's
+ * free-space-tree.c does; Documentation/design/format.md):
  * per block group either FREE_SPACE_EXTENT items for the maximal free runs
  * or FREE_SPACE_BITMAP items (one bit per sector), and a FREE_SPACE_INFO
  * counting the runs.  Groups keep the form they have; converting between

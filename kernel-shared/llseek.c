@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * SEEK_DATA and SEEK_HOLE with btrfs's answers (fiemap-seek.md section 3):
+ * SEEK_DATA and SEEK_HOLE with btrfs's answers (the kernel's
+ * find_desired_extent; Documentation/design/fiemap-seek.md):
  * regular and inline extents are data; prealloc extents, explicit hole
  * items and gaps between items are holes; everything from i_size on is the
  * hole at EOF.  Results are the offset asked for, an item boundary, or
