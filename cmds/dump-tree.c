@@ -380,7 +380,7 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1 };
+	struct tlog_open_opts opts;
 	struct cmd_common common = CMD_COMMON_INIT;
 	struct dump_ctx ctx = { 0 };
 	u64 blocks[MAX_BLOCKS], tree = 0;
@@ -431,7 +431,7 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 		return 1;
 	}
 
-	opts.super_mirror = common.super_mirror;
+	cmd_open_opts(cmd, &common, &opts);
 	if (open_image(argv[optind], &opts, &ctx.fs))
 		return 1;
 	ctx.json = common.format == OUTPUT_JSON;

@@ -163,7 +163,7 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1 };
+	struct tlog_open_opts opts;
 	struct cmd_common common = CMD_COMMON_INIT;
 	struct tlog_replay_stats st = { 0 };
 	bool verbose = false, dry_run = false, had_log;
@@ -185,8 +185,9 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	check_argc(cmd, argc, 1, 1);
 	image = argv[optind];
-	opts.super_mirror = common.super_mirror;
-	opts.writable = !dry_run;
+	cmd_open_opts(cmd, &common, &opts);
+	if (dry_run)
+		opts.writable = false;	/* it only reads */
 	if (fault_from_env(&opts.fault_mode, &nth))
 		return 1;
 	opts.fault_nth = nth;

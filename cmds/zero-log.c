@@ -47,7 +47,7 @@ static int cmd_zero_log(const struct cmd_struct *cmd, int argc, char **argv)
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1, .writable = true };
+	struct tlog_open_opts opts;
 	struct cmd_common common = CMD_COMMON_INIT;
 	struct tlog_fs *fs;
 	u64 inodes, subvols;
@@ -62,7 +62,7 @@ static int cmd_zero_log(const struct cmd_struct *cmd, int argc, char **argv)
 		}
 	}
 	check_argc(cmd, argc, 1, 1);
-	opts.super_mirror = common.super_mirror;
+	cmd_open_opts(cmd, &common, &opts);
 	if (open_image(argv[optind], &opts, &fs))
 		return 1;
 	if (!fs->log_root_tree) {

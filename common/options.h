@@ -17,7 +17,7 @@
 
 /* Command flags: preconditions the dispatcher and helpers know about. */
 #define CMD_JSON	(1U << 0)	/* takes --format json */
-#define CMD_WRITES	(1U << 1)	/* may modify the image */
+#define CMD_WRITES	(1U << 1)	/* modifies the image: cmd_open_opts() opens it writable */
 #define CMD_HIDDEN	(1U << 2)	/* not listed in "help" */
 #define CMD_PATH	(1U << 3)	/* resolves paths inside the image: --subvol */
 

@@ -84,7 +84,6 @@ struct tlog_fs {
 	struct btrfs_root *chunk_root;
 	struct btrfs_root *log_root_tree;	/* NULL when there is no log */
 	struct btrfs_root *roots;		/* other roots read so far */
-	u8 *scratch;				/* nodesize bytes for verification */
 	struct list_head dirty_blocks;		/* tree blocks to write at commit */
 	struct tlog_trans *overlay;		/* the log replayed in memory, if applied */
 };

@@ -968,6 +968,5 @@ void tlog_close(struct tlog_fs *fs)
 	eb_cache_destroy(&fs->cache);
 	chunk_map_release(&fs->chunks);
 	tlog_bdev_close(fs->bdev);
-	free(fs->scratch);
 	free(fs);
 }
