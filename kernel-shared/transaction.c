@@ -53,9 +53,14 @@ struct trans_state {
 	u64 system_reserve;		/* grow SYSTEM space below this */
 };
 
+/*
+ * The image allocator's state around @trans.  Only for transactions
+ * started by tlog_trans_start_flags() (ops == &image_trans_ops): other
+ * allocators keep their own state in trans->priv.
+ */
 static struct trans_state *state_of(struct tlog_trans *trans)
 {
-	return trans->priv;
+	return container_of(trans, struct trans_state, trans);
 }
 
 static int rec_push(struct rec_list *l, const struct block_rec *r)
@@ -221,7 +226,7 @@ int tlog_trans_start_flags(struct tlog_fs *fs, unsigned int flags, struct tlog_t
 		return err;
 	}
 	st->trans = (struct tlog_trans){ .fs = fs, .transid = fs->generation + 1,
-					 .now = clock_now(), .ops = &image_trans_ops, .priv = st };
+					 .now = clock_now(), .ops = &image_trans_ops };
 	st->system_reserve = 16ULL * fs->nodesize;
 	st->flags = flags;
 	*ret = &st->trans;

@@ -41,7 +41,7 @@ struct tlog_trans {
 	 */
 	struct btrfs_timespec now;
 	const struct tlog_trans_ops *ops;
-	void *priv;			/* the allocator's state */
+	void *priv;			/* other allocators' state (the image's is around this) */
 };
 
 
