@@ -707,9 +707,8 @@ int tlog_fs_create_memory(u32 nodesize, u32 sectorsize, u16 csum_type, struct tl
  * with an older, valid-looking filesystem in it.  A copy the image is too
  * short for is an error, never a quiet skip.
  */
-int btrfs_write_all_supers(struct tlog_fs *fs)
+int btrfs_write_supers(struct tlog_bdev *bdev, struct btrfs_super_block *sb)
 {
-	struct btrfs_super_block *sb = &fs->super;
 	u64 total = btrfs_dev_item_total_bytes(&sb->dev_item);
 	int err = 0;
 
@@ -721,20 +720,51 @@ int btrfs_write_all_supers(struct tlog_fs *fs)
 
 		if (off + BTRFS_SUPER_INFO_SIZE >= total && mirror > 0)
 			break;
-		if (off + BTRFS_SUPER_INFO_SIZE > fs->bdev->size) {
+		if (off + BTRFS_SUPER_INFO_SIZE > bdev->size) {
 			err = tlog_error(-EIO, "superblock copy %d at %llu lies past the end of %s",
-					 mirror, (unsigned long long)off, fs->bdev->name);
+					 mirror, (unsigned long long)off, bdev->name);
 			break;
 		}
 		btrfs_set_super_block_bytenr(sb, off);
-		btrfs_csum_data(fs->csum_type, (u8 *)sb + BTRFS_CSUM_SIZE,
-				BTRFS_SUPER_INFO_SIZE - BTRFS_CSUM_SIZE, sb->csum);
-		err = tlog_bdev_write(fs->bdev, sb, BTRFS_SUPER_INFO_SIZE, off);
+		err = btrfs_csum_data(btrfs_super_block_csum_type(sb), (u8 *)sb + BTRFS_CSUM_SIZE,
+				      BTRFS_SUPER_INFO_SIZE - BTRFS_CSUM_SIZE, sb->csum);
+		if (!err)
+			err = tlog_bdev_write(bdev, sb, BTRFS_SUPER_INFO_SIZE, off);
 		if (err)
 			break;
 	}
-	btrfs_set_super_block_bytenr(sb, btrfs_sb_offset(fs->super_mirror));
 	return err;
+}
+
+int btrfs_write_all_supers(struct tlog_fs *fs)
+{
+	int err = btrfs_write_supers(fs->bdev, &fs->super);
+
+	/* in memory the superblock stays the copy it was loaded from */
+	btrfs_set_super_block_bytenr(&fs->super, btrfs_sb_offset(fs->super_mirror));
+	return err;
+}
+
+void btrfs_set_backup_root(struct btrfs_root_backup *b, const struct btrfs_super_block *sb,
+			   const struct tlog_backup_tree trees[TLOG_BACKUP_NR])
+{
+	memset(b, 0, sizeof(*b));
+#define BACKUP(field, idx)							\
+	do {									\
+		btrfs_set_root_backup_##field(b, trees[idx].bytenr);		\
+		btrfs_set_root_backup_##field##_gen(b, trees[idx].generation);	\
+		btrfs_set_root_backup_##field##_level(b, trees[idx].level);	\
+	} while (0)
+	BACKUP(tree_root, TLOG_BACKUP_TREE_ROOT);
+	BACKUP(chunk_root, TLOG_BACKUP_CHUNK_ROOT);
+	BACKUP(extent_root, TLOG_BACKUP_EXTENT_ROOT);
+	BACKUP(fs_root, TLOG_BACKUP_FS_ROOT);
+	BACKUP(dev_root, TLOG_BACKUP_DEV_ROOT);
+	BACKUP(csum_root, TLOG_BACKUP_CSUM_ROOT);
+#undef BACKUP
+	btrfs_set_root_backup_total_bytes(b, btrfs_super_block_total_bytes(sb));
+	btrfs_set_root_backup_bytes_used(b, btrfs_super_block_bytes_used(sb));
+	btrfs_set_root_backup_num_devices(b, btrfs_super_block_num_devices(sb));
 }
 
 const struct extent_buffer *btrfs_find_cached_block(struct tlog_fs *fs, u64 bytenr)

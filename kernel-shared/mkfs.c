@@ -23,6 +23,7 @@
 #include "array.h"
 #include "blockdev.h"
 #include "csum.h"
+#include "disk-io.h"
 #include "errctx.h"
 #include "leaf-builder.h"
 #include "misc.h"
@@ -1021,25 +1022,27 @@ static int write_chunk_blocks(struct tlog_bdev *bdev, struct mk_ctx *c, const st
 	return 0;
 }
 
-static void fill_backup_root(const struct mk_ctx *c, struct btrfs_root_backup *b)
+/* Backup slot 0 records the new trees; the kernel fills the others as it commits. */
+static void fill_backup_root(const struct mk_ctx *c, struct btrfs_super_block *sb)
 {
-#define BACKUP(field, idx)							\
-	do {									\
-		const struct mk_tree *t_ = &c->trees[idx];			\
-		btrfs_set_root_backup_##field(b, tree_root_bytenr(t_));		\
-		btrfs_set_root_backup_##field##_gen(b, MKFS_GENERATION);	\
-		btrfs_set_root_backup_##field##_level(b, t_->plan_level);	\
-	} while (0)
-	BACKUP(tree_root, T_ROOT);
-	BACKUP(chunk_root, T_CHUNK);
-	BACKUP(extent_root, T_EXTENT);
-	BACKUP(fs_root, T_FS);
-	BACKUP(dev_root, T_DEV);
-	BACKUP(csum_root, T_CSUM);
-#undef BACKUP
-	btrfs_set_root_backup_total_bytes(b, c->total_bytes);
-	btrfs_set_root_backup_bytes_used(b, c->bytes_used);
-	btrfs_set_root_backup_num_devices(b, 1);
+	static const int tree_of[TLOG_BACKUP_NR] = {
+		[TLOG_BACKUP_TREE_ROOT] = T_ROOT,
+		[TLOG_BACKUP_CHUNK_ROOT] = T_CHUNK,
+		[TLOG_BACKUP_EXTENT_ROOT] = T_EXTENT,
+		[TLOG_BACKUP_FS_ROOT] = T_FS,
+		[TLOG_BACKUP_DEV_ROOT] = T_DEV,
+		[TLOG_BACKUP_CSUM_ROOT] = T_CSUM,
+	};
+	struct tlog_backup_tree trees[TLOG_BACKUP_NR];
+
+	for (int i = 0; i < TLOG_BACKUP_NR; i++) {
+		const struct mk_tree *t = &c->trees[tree_of[i]];
+
+		trees[i] = (struct tlog_backup_tree){
+			tree_root_bytenr(t), MKFS_GENERATION, t->plan_level,
+		};
+	}
+	btrfs_set_backup_root(&sb->super_roots[0], sb, trees);
 }
 
 static void fill_super(const struct mk_ctx *c, struct btrfs_super_block *sb)
@@ -1080,32 +1083,19 @@ static void fill_super(const struct mk_ctx *c, struct btrfs_super_block *sb)
 	btrfs_set_super_block_uuid_tree_generation(sb, MKFS_GENERATION);
 	btrfs_cpu_key_to_disk(key, &k);
 	fill_chunk_item(c, sys, (struct btrfs_chunk *)(key + 1));
-	fill_backup_root(c, &sb->super_roots[0]);
+	fill_backup_root(c, sb);
 }
 
-/* The copies that fit: the kernel writes copy i only if it ends inside total_bytes. */
-static bool super_fits(u64 size, int mirror)
-{
-	return btrfs_sb_offset(mirror) + BTRFS_SUPER_INFO_SIZE < size;
-}
-
+/* Every copy that fits, as a commit writes them (btrfs_write_supers). */
 static int write_supers(struct tlog_bdev *bdev, const struct mk_ctx *c)
 {
 	struct btrfs_super_block *sb = malloc(sizeof(*sb));
-	int ret = 0;
+	int ret;
 
 	if (!sb)
 		return -ENOMEM;
 	fill_super(c, sb);
-	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX && !ret; i++) {
-		if (!super_fits(c->total_bytes, i))
-			break;
-		btrfs_set_super_block_bytenr(sb, btrfs_sb_offset(i));
-		ret = btrfs_csum_data(c->cfg->csum_type, (u8 *)sb + BTRFS_CSUM_SIZE,
-				      BTRFS_SUPER_INFO_SIZE - BTRFS_CSUM_SIZE, sb->csum);
-		if (!ret)
-			ret = tlog_bdev_write(bdev, sb, BTRFS_SUPER_INFO_SIZE, btrfs_sb_offset(i));
-	}
+	ret = btrfs_write_supers(bdev, sb);
 	free(sb);
 	return ret;
 }

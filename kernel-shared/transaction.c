@@ -599,28 +599,35 @@ static int write_dirty_blocks(struct tlog_fs *fs)
 	return 0;
 }
 
-static u64 root_bytenr_of(struct tlog_fs *fs, u64 objectid, u64 *gen, u8 *level)
+/* Where @root is, for a backup root slot; all zero for a missing tree. */
+static struct tlog_backup_tree backup_tree(const struct btrfs_root *root)
+{
+	if (!root)
+		return (struct tlog_backup_tree){ 0 };
+	return (struct tlog_backup_tree){ root->bytenr, root->generation, root->level };
+}
+
+static const struct btrfs_root *find_root_or_null(struct tlog_fs *fs, u64 objectid)
 {
 	struct btrfs_root *root;
 
-	if (btrfs_find_root(fs, objectid, &root)) {
-		*gen = 0;
-		*level = 0;
-		return 0;
-	}
-	*gen = root->generation;
-	*level = root->level;
-	return root->bytenr;
+	return btrfs_find_root(fs, objectid, &root) ? NULL : root;
 }
 
 /* Fill the next backup root slot, round robin after the newest. */
 static void fill_backup_root(struct tlog_fs *fs)
 {
 	struct btrfs_super_block *sb = &fs->super;
-	struct btrfs_root_backup *b;
-	u64 newest = 0, gen;
+	struct tlog_backup_tree trees[TLOG_BACKUP_NR] = {
+		[TLOG_BACKUP_TREE_ROOT] = backup_tree(fs->tree_root),
+		[TLOG_BACKUP_CHUNK_ROOT] = backup_tree(fs->chunk_root),
+		[TLOG_BACKUP_EXTENT_ROOT] = backup_tree(find_root_or_null(fs, BTRFS_EXTENT_TREE_OBJECTID)),
+		[TLOG_BACKUP_FS_ROOT] = backup_tree(find_root_or_null(fs, BTRFS_FS_TREE_OBJECTID)),
+		[TLOG_BACKUP_DEV_ROOT] = backup_tree(find_root_or_null(fs, BTRFS_DEV_TREE_OBJECTID)),
+		[TLOG_BACKUP_CSUM_ROOT] = backup_tree(find_root_or_null(fs, BTRFS_CSUM_TREE_OBJECTID)),
+	};
+	u64 newest = 0;
 	int slot = 0;
-	u8 level;
 
 	for (int i = 0; i < BTRFS_NUM_BACKUP_ROOTS; i++) {
 		if (btrfs_root_backup_tree_root_gen(&sb->super_roots[i]) > newest) {
@@ -628,26 +635,7 @@ static void fill_backup_root(struct tlog_fs *fs)
 			slot = (i + 1) % BTRFS_NUM_BACKUP_ROOTS;
 		}
 	}
-	b = &sb->super_roots[slot];
-	memset(b, 0, sizeof(*b));
-	btrfs_set_root_backup_tree_root(b, fs->tree_root->bytenr);
-	btrfs_set_root_backup_tree_root_gen(b, fs->tree_root->generation);
-	btrfs_set_root_backup_tree_root_level(b, fs->tree_root->level);
-	btrfs_set_root_backup_chunk_root(b, fs->chunk_root->bytenr);
-	btrfs_set_root_backup_chunk_root_gen(b, fs->chunk_root->generation);
-	btrfs_set_root_backup_chunk_root_level(b, fs->chunk_root->level);
-#define BACKUP(field, objectid)						\
-	btrfs_set_root_backup_##field(b, root_bytenr_of(fs, objectid, &gen, &level)); \
-	btrfs_set_root_backup_##field##_gen(b, gen);			\
-	btrfs_set_root_backup_##field##_level(b, level);
-	BACKUP(extent_root, BTRFS_EXTENT_TREE_OBJECTID)
-	BACKUP(fs_root, BTRFS_FS_TREE_OBJECTID)
-	BACKUP(dev_root, BTRFS_DEV_TREE_OBJECTID)
-	BACKUP(csum_root, BTRFS_CSUM_TREE_OBJECTID)
-#undef BACKUP
-	btrfs_set_root_backup_total_bytes(b, btrfs_super_block_total_bytes(sb));
-	btrfs_set_root_backup_bytes_used(b, btrfs_super_block_bytes_used(sb));
-	btrfs_set_root_backup_num_devices(b, btrfs_super_block_num_devices(sb));
+	btrfs_set_backup_root(&sb->super_roots[slot], sb, trees);
 }
 
 static int write_supers(struct tlog_trans *trans)
