@@ -20,6 +20,7 @@
 #include "messages.h"
 #include "open.h"
 #include "print-tree.h"
+#include "root-tree.h"
 #include "strutil.h"
 
 static const char * const dump_tree_usage[] = {

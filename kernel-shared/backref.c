@@ -24,8 +24,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include "backref.h"
 #include "csum.h"
 #include "errctx.h"
+#include "root-tree.h"
 #include "transaction.h"
 
 /* Key of the extent item of a data extent. */

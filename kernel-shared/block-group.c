@@ -10,6 +10,7 @@
 #include "block-group.h"
 #include "errctx.h"
 #include "misc.h"
+#include "root-tree.h"
 #include "volumes.h"
 
 static int cmp_bg(const void *a, const void *b)

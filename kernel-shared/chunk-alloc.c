@@ -14,6 +14,7 @@
 
 #include "block-group.h"
 #include "errctx.h"
+#include "root-tree.h"
 #include "transaction.h"
 #include "volumes.h"
 

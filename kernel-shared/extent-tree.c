@@ -11,7 +11,11 @@
 #include <errno.h>
 #include <string.h>
 
+#include "backref.h"
 #include "errctx.h"
+#include "extent-tree.h"
+#include "file-item.h"
+#include "root-tree.h"
 #include "transaction.h"
 
 #define DATA_ITEM_SIZE (sizeof(struct btrfs_extent_item) + 1 + \

@@ -11,7 +11,9 @@
 #include "blockdev.h"
 #include "csum.h"
 #include "errctx.h"
+#include "file-item.h"
 #include "misc.h"
+#include "root-tree.h"
 #include "transaction.h"
 #include "volumes.h"
 

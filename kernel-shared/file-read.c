@@ -27,6 +27,7 @@
 #include "errctx.h"
 #include "file.h"
 #include "misc.h"
+#include "root-tree.h"
 #include "volumes.h"
 
 /* btrfs compresses at most 128 KiB of file data into one extent. */

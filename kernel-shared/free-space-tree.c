@@ -15,6 +15,7 @@
 #include "errctx.h"
 #include "free-space-tree.h"
 #include "misc.h"
+#include "root-tree.h"
 #include "transaction.h"
 
 static int fst_root(struct tlog_trans *trans, struct btrfs_root **ret)

@@ -10,6 +10,7 @@
 #include "ctree.h"
 #include "errctx.h"
 #include "misc.h"
+#include "root-tree.h"
 
 static struct btrfs_root *find_cached_root(struct tlog_fs *fs, u64 objectid, u64 offset)
 {

@@ -17,12 +17,15 @@
 #include <time.h>
 
 #include "array.h"
+#include "backref.h"
 #include "blockdev.h"
 #include "block-group.h"
 #include "csum.h"
 #include "disk-io.h"
 #include "errctx.h"
+#include "extent-tree.h"
 #include "free-space-tree.h"
+#include "root-tree.h"
 #include "transaction.h"
 #include "volumes.h"
 
