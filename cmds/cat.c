@@ -94,17 +94,9 @@ static int cmd_cat(const struct cmd_struct *cmd, int argc, char **argv)
 	struct tlog_file *file = NULL;
 	struct tlog_fs *fs;
 	const char *image, *path;
-	int c, err;
+	int err;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
-		switch (c) {
-		default:
-			usage_unknown_option(cmd, argv);
-		}
-	}
+	cmd_parse_common_options(cmd, argc, argv, long_options, &common);
 	check_argc(cmd, argc, 2, 2);
 	image = argv[optind];
 	path = argv[optind + 1];

@@ -483,10 +483,7 @@ static int cmd_dump_super(const struct cmd_struct *cmd, int argc, char **argv)
 	int mirror = 0, ret = 0, printed = 0, c;
 	const char *image;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "fas:F", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while ((c = cmd_next_option(cmd, argc, argv, "fas:F", long_options, &common)) != -1) {
 		switch (c) {
 		case 'f':
 			full = true;
@@ -501,8 +498,6 @@ static int cmd_dump_super(const struct cmd_struct *cmd, int argc, char **argv)
 		case 'F':
 			/* btrfs-progs' "force": we always show what is there */
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	check_argc(cmd, argc, 1, 1);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "array.h"
 #include "commands.h"
 #include "disk-io.h"
 #include "errctx.h"
@@ -19,6 +20,7 @@
 #include "messages.h"
 #include "open.h"
 #include "print-tree.h"
+#include "root-tree.h"
 #include "strutil.h"
 
 static const char * const dump_tree_usage[] = {
@@ -75,15 +77,8 @@ static bool block_seen(struct dump_ctx *ctx, u64 bytenr)
 		else
 			hi = mid;
 	}
-	if (ctx->nr_seen == ctx->alloc_seen) {
-		size_t n = ctx->alloc_seen ? ctx->alloc_seen * 2 : 256;
-		u64 *p = realloc(ctx->seen, n * sizeof(*p));
-
-		if (!p)
-			return true;	/* out of memory: stop descending */
-		ctx->seen = p;
-		ctx->alloc_seen = n;
-	}
+	if (array_reserve(ctx->seen, ctx->alloc_seen, ctx->nr_seen + 1))
+		return true;	/* out of memory: stop descending */
 	memmove(ctx->seen + lo + 1, ctx->seen + lo, (ctx->nr_seen - lo) * sizeof(u64));
 	ctx->seen[lo] = bytenr;
 	ctx->nr_seen++;
@@ -386,7 +381,7 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1 };
+	struct tlog_open_opts opts;
 	struct cmd_common common = CMD_COMMON_INIT;
 	struct dump_ctx ctx = { 0 };
 	u64 blocks[MAX_BLOCKS], tree = 0;
@@ -394,10 +389,7 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 	bool have_tree = false, extents = false, device = false, uuid = false;
 	bool footer = false;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:b:redu", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while ((c = cmd_next_option(cmd, argc, argv, "t:b:redu", long_options, &common)) != -1) {
 		switch (c) {
 		case 't':
 			if (parse_tree_name(optarg, &tree)) {
@@ -432,8 +424,6 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 		case 'u':
 			uuid = true;
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	check_argc(cmd, argc, 1, 1);
@@ -442,7 +432,7 @@ static int cmd_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
 		return 1;
 	}
 
-	opts.super_mirror = common.super_mirror;
+	cmd_open_opts(cmd, &common, &opts);
 	if (open_image(argv[optind], &opts, &ctx.fs))
 		return 1;
 	ctx.json = common.format == OUTPUT_JSON;

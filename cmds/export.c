@@ -248,10 +248,7 @@ static int cmd_export(const struct cmd_struct *cmd, int argc, char **argv)
 	struct tlog_fs *fs;
 	int c, err;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "f", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while ((c = cmd_next_option(cmd, argc, argv, "f", long_options, &common)) != -1) {
 		switch (c) {
 		case 'f':
 			force = true;
@@ -259,8 +256,6 @@ static int cmd_export(const struct cmd_struct *cmd, int argc, char **argv)
 		case OPT_VERIFY:
 			verify = true;
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	check_argc(cmd, argc, 3, 3);

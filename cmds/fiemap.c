@@ -218,16 +218,11 @@ static int cmd_fiemap(const struct cmd_struct *cmd, int argc, char **argv)
 	const char *image, *path;
 	int c, ret = 0, err;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "v", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while ((c = cmd_next_option(cmd, argc, argv, "v", long_options, &common)) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = true;
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	check_argc(cmd, argc, 2, 4);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <sys/stat.h>
 
+#include "array.h"
 #include "commands.h"
 #include "errctx.h"
 #include "inode-print.h"
@@ -54,15 +55,8 @@ static int collect_entry(const struct tlog_dir_entry *de, void *arg)
 	struct ls_list *list = arg;
 	struct ls_entry *e;
 
-	if (list->nr == list->alloc) {
-		size_t n = list->alloc ? list->alloc * 2 : 64;
-		struct ls_entry *p = realloc(list->v, n * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		list->v = p;
-		list->alloc = n;
-	}
+	if (array_reserve(list->v, list->alloc, list->nr + 1))
+		return -ENOMEM;
 	e = &list->v[list->nr];
 	e->name = malloc(de->name_len + 1);
 	if (!e->name)
@@ -195,10 +189,7 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 	bool self = false;
 	int c, ret = 0, err;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "lid", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while ((c = cmd_next_option(cmd, argc, argv, "lid", long_options, &common)) != -1) {
 		switch (c) {
 		case 'l':
 			o.longfmt = true;
@@ -209,8 +200,6 @@ static int cmd_ls(const struct cmd_struct *cmd, int argc, char **argv)
 		case 'd':
 			self = true;
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	check_argc(cmd, argc, 1, 2);

@@ -218,15 +218,8 @@ static void parse_options(const struct cmd_struct *cmd, int argc, char **argv,
 	int c, ret = 0, type;
 
 	tlog_mkfs_default_cfg(&o->cfg);
-	optind = 1;
-	while (!ret && (c = getopt_long(argc, argv, "fqvL:U:b:n:s:m:d:O:R:K",
-					long_options, NULL)) != -1) {
-		if (c == GETOPT_VAL_SUPER) {
-			error("mkfs does not take --super");
-			exit(1);
-		}
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while (!ret && (c = cmd_next_option(cmd, argc, argv, "fqvL:U:b:n:s:m:d:O:R:K",
+					    long_options, &common)) != -1) {
 		switch (c) {
 		case 'f':
 			o->force = true;
@@ -274,12 +267,15 @@ static void parse_options(const struct cmd_struct *cmd, int argc, char **argv,
 			break;
 		case 'K':
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	if (ret)
 		exit(1);
+	/* a new filesystem has one superblock to write, not a copy to pick */
+	if (common.super_mirror >= 0) {
+		error("mkfs does not take --super");
+		exit(1);
+	}
 	check_argc(cmd, argc, 1, 1);
 }
 

@@ -163,7 +163,7 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1 };
+	struct tlog_open_opts opts;
 	struct cmd_common common = CMD_COMMON_INIT;
 	struct tlog_replay_stats st = { 0 };
 	bool verbose = false, dry_run = false, had_log;
@@ -172,10 +172,7 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 	const char *image;
 	int c, err;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "vn", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while ((c = cmd_next_option(cmd, argc, argv, "vn", long_options, &common)) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = true;
@@ -184,14 +181,13 @@ static int cmd_replay_log(const struct cmd_struct *cmd, int argc, char **argv)
 			dry_run = true;
 			verbose = true;	/* a dry run is for seeing what would happen */
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	check_argc(cmd, argc, 1, 1);
 	image = argv[optind];
-	opts.super_mirror = common.super_mirror;
-	opts.writable = !dry_run;
+	cmd_open_opts(cmd, &common, &opts);
+	if (dry_run)
+		opts.writable = false;	/* it only reads */
 	if (fault_from_env(&opts.fault_mode, &nth))
 		return 1;
 	opts.fault_nth = nth;

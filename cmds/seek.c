@@ -224,10 +224,7 @@ static int cmd_seek(const struct cmd_struct *cmd, int argc, char **argv)
 	const char *image, *path;
 	int c, ret = 0, err;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "dhars", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while ((c = cmd_next_option(cmd, argc, argv, "dhars", long_options, &common)) != -1) {
 		switch (c) {
 		case 'd':
 			want |= WANT_DATA;
@@ -244,8 +241,6 @@ static int cmd_seek(const struct cmd_struct *cmd, int argc, char **argv)
 		case 's':
 			o.startflag = true;
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	check_argc(cmd, argc, 3, 3);

@@ -83,18 +83,10 @@ static int cmd_stat(const struct cmd_struct *cmd, int argc, char **argv)
 	struct tlog_fs *fs;
 	struct tlog_ino ino;
 	char target[4096];
-	int c, ret = 0, err, tlen = -1;
+	int ret = 0, err, tlen = -1;
 	const char *path;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
-		switch (c) {
-		default:
-			usage_unknown_option(cmd, argv);
-		}
-	}
+	cmd_parse_common_options(cmd, argc, argv, long_options, &common);
 	check_argc(cmd, argc, 2, 2);
 	path = argv[optind + 1];
 

@@ -88,8 +88,12 @@ int main(int argc, char **argv)
 		error("unknown command '%s' (see 'tlogctl --help')", argv[1]);
 		return 1;
 	}
-	/* Commands report bad options themselves, in the one-line error format. */
+	/*
+	 * Commands report bad options themselves, in the one-line error
+	 * format, and parse from a fresh getopt state.
+	 */
 	opterr = 0;
+	optind = 1;
 	/*
 	 * The command parses from its own name, as if it were argv[0].  What
 	 * it printed is only known to be written once stdout is flushed.

@@ -47,27 +47,22 @@ static int cmd_zero_log(const struct cmd_struct *cmd, int argc, char **argv)
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1, .writable = true };
+	struct tlog_open_opts opts;
 	struct cmd_common common = CMD_COMMON_INIT;
 	struct tlog_fs *fs;
 	u64 inodes, subvols;
 	bool force = false;
 	int c, err;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "f", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
+	while ((c = cmd_next_option(cmd, argc, argv, "f", long_options, &common)) != -1) {
 		switch (c) {
 		case 'f':
 			force = true;
 			break;
-		default:
-			usage_unknown_option(cmd, argv);
 		}
 	}
 	check_argc(cmd, argc, 1, 1);
-	opts.super_mirror = common.super_mirror;
+	cmd_open_opts(cmd, &common, &opts);
 	if (open_image(argv[optind], &opts, &fs))
 		return 1;
 	if (!fs->log_root_tree) {

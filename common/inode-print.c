@@ -3,6 +3,7 @@
 #include <sys/sysmacros.h>
 
 #include "inode-print.h"
+#include "misc.h"
 #include "output.h"
 #include "strutil.h"
 
@@ -10,7 +11,7 @@ u64 inode_st_blocks(const struct btrfs_inode_item *inode, u32 sectorsize)
 {
 	u64 nbytes = btrfs_inode_item_nbytes(inode);
 
-	return ((nbytes + sectorsize - 1) / sectorsize * sectorsize) >> 9;
+	return round_up(nbytes, sectorsize) >> 9;
 }
 
 const char *inode_type_name(u32 mode)

@@ -81,6 +81,15 @@ static void warn_image_state(const char *path, const struct tlog_fs *fs)
 			(unsigned long long)btrfs_dev_item_total_bytes(&fs->super.dev_item));
 }
 
+void cmd_open_opts(const struct cmd_struct *cmd, const struct cmd_common *common,
+		   struct tlog_open_opts *opts)
+{
+	*opts = (struct tlog_open_opts){
+		.super_mirror = common->super_mirror,
+		.writable = cmd->flags & CMD_WRITES,
+	};
+}
+
 int open_image(const char *path, const struct tlog_open_opts *opts, struct tlog_fs **ret)
 {
 	char found[64];

@@ -5,6 +5,16 @@
 
 #include <stddef.h>
 #include "ctree.h"
+#include "options.h"
+
+/*
+ * Fill @opts for @cmd: the superblock copy --super picked and, for a
+ * command that writes (CMD_WRITES), a writable open, which claims the
+ * image (claim.h).  Writers get their access here, from the flag the
+ * command table declares, rather than each asking for it.
+ */
+void cmd_open_opts(const struct cmd_struct *cmd, const struct cmd_common *common,
+		   struct tlog_open_opts *opts);
 
 /*
  * Open @path with @opts.  On failure prints one error line (naming the

@@ -99,6 +99,28 @@ bool handle_common_option(const struct cmd_struct *cmd, int c, struct cmd_common
 	return false;
 }
 
+int cmd_next_option(const struct cmd_struct *cmd, int argc, char **argv,
+		    const char *shortopts, const struct option *longopts,
+		    struct cmd_common *common)
+{
+	int c;
+
+	do {
+		c = getopt_long(argc, argv, shortopts, longopts, NULL);
+		/* opterr is off: getopt reports both as '?' (or ':') silently */
+		if (c == '?' || c == ':')
+			usage_unknown_option(cmd, argv);
+	} while (c != -1 && handle_common_option(cmd, c, common));
+	return c;
+}
+
+void cmd_parse_common_options(const struct cmd_struct *cmd, int argc, char **argv,
+			      const struct option *longopts, struct cmd_common *common)
+{
+	while (cmd_next_option(cmd, argc, argv, "", longopts, common) != -1)
+		usage_unknown_option(cmd, argv);
+}
+
 void check_argc(const struct cmd_struct *cmd, int argc, int min, int max)
 {
 	int n = argc - optind;

@@ -17,7 +17,7 @@
 
 /* Command flags: preconditions the dispatcher and helpers know about. */
 #define CMD_JSON	(1U << 0)	/* takes --format json */
-#define CMD_WRITES	(1U << 1)	/* may modify the image */
+#define CMD_WRITES	(1U << 1)	/* modifies the image: cmd_open_opts() opens it writable */
 #define CMD_HIDDEN	(1U << 2)	/* not listed in "help" */
 #define CMD_PATH	(1U << 3)	/* resolves paths inside the image: --subvol */
 
@@ -60,6 +60,20 @@ struct cmd_common {
  * one (after --help it exits), false for anything the command must handle.
  */
 bool handle_common_option(const struct cmd_struct *cmd, int c, struct cmd_common *common);
+
+/*
+ * The option loop of every command: the next option @cmd handles itself,
+ * or -1 once the options are done.  Common options are handled here and an
+ * unknown option or a missing argument ends in usage_unknown_option(), so
+ * the caller's switch needs only its own cases.  The dispatcher resets the
+ * getopt state before running a command.
+ */
+int cmd_next_option(const struct cmd_struct *cmd, int argc, char **argv,
+		    const char *shortopts, const struct option *longopts,
+		    struct cmd_common *common);
+/* The whole loop, for commands with no options of their own. */
+void cmd_parse_common_options(const struct cmd_struct *cmd, int argc, char **argv,
+			      const struct option *longopts, struct cmd_common *common);
 
 /* Print the usage of @cmd to stdout (full) or stderr (short) and exit. */
 __attribute__((noreturn))

@@ -7,6 +7,7 @@
 #include "open.h"
 #include "options.h"
 #include "path.h"
+#include "root-tree.h"
 #include "tree-log.h"
 
 int resolve_image_path(struct tlog_fs *fs, u64 subvol, const char *image,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Back references of shared blocks: copying a tree block that a snapshot
- * shares (format.md 7.2, 7.4).
+ * shares (the kernel's update_ref_for_cow; Documentation/design/format.md).
  *
  * A reference is "normal" (TREE_BLOCK_REF root, EXTENT_DATA_REF root/inode/
  * offset: whichever block of that tree holds the pointer) or "full"
@@ -24,8 +24,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include "backref.h"
 #include "csum.h"
 #include "errctx.h"
+#include "root-tree.h"
 #include "transaction.h"
 
 /* Key of the extent item of a data extent. */

@@ -6,8 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "block-group.h"
 #include "errctx.h"
+#include "misc.h"
+#include "root-tree.h"
 #include "volumes.h"
 
 static int cmp_bg(const void *a, const void *b)
@@ -57,15 +60,8 @@ static int add_free(struct tlog_block_group *bg, u64 start, u64 len)
 		bg->free[i].len += len;
 		return 0;
 	}
-	if (bg->nr_free == bg->cap_free) {
-		size_t cap = bg->cap_free ? bg->cap_free * 2 : 16;
-		struct free_range *p = realloc(bg->free, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		bg->free = p;
-		bg->cap_free = cap;
-	}
+	if (array_reserve(bg->free, bg->cap_free, bg->nr_free + 1))
+		return -ENOMEM;
 	memmove(bg->free + i + 1, bg->free + i, (bg->nr_free - i) * sizeof(*bg->free));
 	bg->free[i] = (struct free_range){ start, len };
 	bg->nr_free++;
@@ -118,7 +114,10 @@ static int exclude_range(struct tlog_block_group *bg, u64 start, u64 len)
 	return 0;
 }
 
-/* Ranges that map onto superblock copies are never allocated (format.md 7.6). */
+/*
+ * Ranges that map onto superblock copies are never allocated (the kernel's
+ * exclude_super_stripes; Documentation/design/format.md, Allocation).
+ */
 static int exclude_super_stripes(struct tlog_fs *fs, struct tlog_block_group *bg)
 {
 	const struct map_lookup *m = chunk_map_find(&fs->chunks, bg->start);
@@ -151,7 +150,6 @@ static int read_block_group_items(struct tlog_fs *fs, struct tlog_block_groups *
 	struct btrfs_key max = { (u64)-1, (u8)-1, (u64)-1 };
 	struct btrfs_root *tree;
 	struct btrfs_tree_iter iter;
-	size_t cap = 0;
 	int err;
 
 	err = btrfs_read_root(fs, btrfs_block_group_root_id(fs), &tree);
@@ -168,16 +166,9 @@ static int read_block_group_items(struct tlog_fs *fs, struct tlog_block_groups *
 					 (unsigned long long)iter.key.objectid);
 			break;
 		}
-		if (bgs->nr == cap) {
-			size_t n = cap ? cap * 2 : 16;
-			struct tlog_block_group *p = realloc(bgs->v, n * sizeof(*p));
-
-			if (!p) {
-				err = -ENOMEM;
-				break;
-			}
-			bgs->v = p;
-			cap = n;
+		if (array_reserve(bgs->v, bgs->alloc, bgs->nr + 1)) {
+			err = -ENOMEM;
+			break;
 		}
 		bgi = btrfs_item_ptr(iter.leaf, iter.slot);
 		bg = &bgs->v[bgs->nr++];
@@ -271,7 +262,7 @@ int btrfs_alloc_range(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u6
 			continue;
 		for (size_t i = 0; i < bg->nr_free; i++) {
 			struct free_range *r = &bg->free[i];
-			u64 start = (r->start + align - 1) / align * align;
+			u64 start = round_up(r->start, align);
 
 			if (start + len > r->start + r->len)
 				continue;
@@ -319,12 +310,11 @@ int btrfs_exclude_range(struct tlog_block_groups *bgs, u64 start, u64 len)
 int btrfs_add_block_group(struct tlog_fs *fs, struct tlog_block_groups *bgs, u64 start,
 			  u64 length, u64 flags)
 {
-	struct tlog_block_group *p = realloc(bgs->v, (bgs->nr + 1) * sizeof(*p)), *bg;
+	struct tlog_block_group *bg;
 	int err;
 
-	if (!p)
+	if (array_reserve(bgs->v, bgs->alloc, bgs->nr + 1))
 		return -ENOMEM;
-	bgs->v = p;
 	bg = &bgs->v[bgs->nr++];
 	memset(bg, 0, sizeof(*bg));
 	bg->start = start;

@@ -27,7 +27,7 @@ struct tlog_block_group {
 
 struct tlog_block_groups {
 	struct tlog_block_group *v;
-	size_t nr;
+	size_t nr, alloc;
 };
 
 int btrfs_load_block_groups(struct tlog_fs *fs, struct tlog_block_groups *bgs);

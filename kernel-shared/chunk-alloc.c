@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * New chunks when a block group type runs out of space (format.md 5, 7.1,
- * 10, 12.1 step 6): a hole in the device takes the stripes; the chunk tree
- * gets the CHUNK_ITEM and the DEV_ITEM's new bytes_used, the device tree
- * the DEV_EXTENTs, the block group tree (or extent tree) the
- * BLOCK_GROUP_ITEM, the free space tree an all-free group.  A SYSTEM chunk
+ * New chunks when a block group type runs out of space (as the kernel's
+ * btrfs_create_chunk and btrfs_make_block_group make them): a hole in the
+ * device takes the stripes; the chunk tree gets the CHUNK_ITEM and the
+ * DEV_ITEM's new bytes_used, the device tree the DEV_EXTENTs, the block
+ * group tree (or extent tree) the BLOCK_GROUP_ITEM, the free space tree an
+ * all-free group.  A SYSTEM chunk
  * also goes into the superblock's sys_chunk_array, which is how a mount
  * finds the chunk tree.
  */
@@ -13,6 +14,7 @@
 
 #include "block-group.h"
 #include "errctx.h"
+#include "root-tree.h"
 #include "transaction.h"
 #include "volumes.h"
 

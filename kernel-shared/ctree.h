@@ -84,7 +84,6 @@ struct tlog_fs {
 	struct btrfs_root *chunk_root;
 	struct btrfs_root *log_root_tree;	/* NULL when there is no log */
 	struct btrfs_root *roots;		/* other roots read so far */
-	u8 *scratch;				/* nodesize bytes for verification */
 	struct list_head dirty_blocks;		/* tree blocks to write at commit */
 	struct tlog_trans *overlay;		/* the log replayed in memory, if applied */
 };
@@ -372,17 +371,7 @@ int tlog_open_bdev(struct tlog_bdev *bdev, const struct tlog_open_opts *opts,
 		   struct tlog_fs **ret);
 void tlog_close(struct tlog_fs *fs);
 
-/* ---- roots (root-tree.c) ---- */
-
-/*
- * The tree @objectid (a ROOT_ITEM in the root tree; the root and chunk
- * trees come from the superblock).  Roots are cached in @fs and freed with
- * it.
- */
-int btrfs_read_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
-/* The same for a caller to whom absence is an answer: -ENOENT, nothing recorded. */
-int btrfs_find_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
-/* Root of the log tree for subvolume @objectid, or -ENOENT. */
-int btrfs_read_log_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
+/* Until every user includes root-tree.h itself. */
+#include "root-tree.h"
 
 #endif

@@ -19,6 +19,7 @@
 #include "csum.h"
 #include "ctree.h"
 #include "disk-io.h"
+#include "misc.h"
 #include "transaction.h"
 #include "errctx.h"
 #include "volumes.h"
@@ -34,11 +35,6 @@
 
 /* Default block cache: this many bytes of unreferenced tree blocks. */
 #define TLOG_CACHE_BYTES (256ULL << 20)
-
-static bool is_power_of_2(u64 n)
-{
-	return n && !(n & (n - 1));
-}
 
 /* ---- superblock ---- */
 
@@ -132,9 +128,9 @@ int btrfs_validate_super(const struct btrfs_super_block *sb, int mirror)
 	    btrfs_super_block_chunk_root_level(sb) >= BTRFS_MAX_LEVEL ||
 	    btrfs_super_block_log_root_level(sb) >= BTRFS_MAX_LEVEL)
 		return tlog_error(-EUCLEAN, "tree root level out of range");
-	if (btrfs_super_block_root(sb) % sectorsize ||
-	    btrfs_super_block_chunk_root(sb) % sectorsize ||
-	    btrfs_super_block_log_root(sb) % sectorsize)
+	if (!IS_ALIGNED(btrfs_super_block_root(sb), sectorsize) ||
+	    !IS_ALIGNED(btrfs_super_block_chunk_root(sb), sectorsize) ||
+	    !IS_ALIGNED(btrfs_super_block_log_root(sb), sectorsize))
 		return tlog_error(-EUCLEAN, "unaligned tree root address");
 	if (btrfs_super_block_root(sb) == 0 || btrfs_super_block_chunk_root(sb) == 0)
 		return tlog_error(-EUCLEAN, "root or chunk root address is zero");
@@ -298,7 +294,7 @@ static int check_node(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
 		if (i > 0 && btrfs_comp_cpu_keys(&prev, &key) >= 0)
 			return tlog_error(-EUCLEAN, "node %llu: key %u is not above key %u",
 					  (unsigned long long)bytenr, i, i - 1);
-		if (ptr == 0 || ptr % fs->sectorsize)
+		if (ptr == 0 || !IS_ALIGNED(ptr, fs->sectorsize))
 			return tlog_error(-EUCLEAN, "node %llu: pointer %u to invalid address %llu",
 					  (unsigned long long)bytenr, i, (unsigned long long)ptr);
 		prev = key;
@@ -469,7 +465,7 @@ static int load_tree_block(struct tlog_fs *fs, u64 bytenr, struct extent_buffer 
 	struct extent_buffer *eb;
 	int copies, err = -EIO;
 
-	if (bytenr % fs->sectorsize || bytenr == 0)
+	if (!IS_ALIGNED(bytenr, fs->sectorsize) || bytenr == 0)
 		return tlog_error(-EUCLEAN, "tree block address %llu is not aligned",
 				  (unsigned long long)bytenr);
 	copies = btrfs_map_block(fs, bytenr, fs->nodesize, physical, TLOG_MAX_STRIPES);
@@ -711,9 +707,8 @@ int tlog_fs_create_memory(u32 nodesize, u32 sectorsize, u16 csum_type, struct tl
  * with an older, valid-looking filesystem in it.  A copy the image is too
  * short for is an error, never a quiet skip.
  */
-int btrfs_write_all_supers(struct tlog_fs *fs)
+int btrfs_write_supers(struct tlog_bdev *bdev, struct btrfs_super_block *sb)
 {
-	struct btrfs_super_block *sb = &fs->super;
 	u64 total = btrfs_dev_item_total_bytes(&sb->dev_item);
 	int err = 0;
 
@@ -725,20 +720,51 @@ int btrfs_write_all_supers(struct tlog_fs *fs)
 
 		if (off + BTRFS_SUPER_INFO_SIZE >= total && mirror > 0)
 			break;
-		if (off + BTRFS_SUPER_INFO_SIZE > fs->bdev->size) {
+		if (off + BTRFS_SUPER_INFO_SIZE > bdev->size) {
 			err = tlog_error(-EIO, "superblock copy %d at %llu lies past the end of %s",
-					 mirror, (unsigned long long)off, fs->bdev->name);
+					 mirror, (unsigned long long)off, bdev->name);
 			break;
 		}
 		btrfs_set_super_block_bytenr(sb, off);
-		btrfs_csum_data(fs->csum_type, (u8 *)sb + BTRFS_CSUM_SIZE,
-				BTRFS_SUPER_INFO_SIZE - BTRFS_CSUM_SIZE, sb->csum);
-		err = tlog_bdev_write(fs->bdev, sb, BTRFS_SUPER_INFO_SIZE, off);
+		err = btrfs_csum_data(btrfs_super_block_csum_type(sb), (u8 *)sb + BTRFS_CSUM_SIZE,
+				      BTRFS_SUPER_INFO_SIZE - BTRFS_CSUM_SIZE, sb->csum);
+		if (!err)
+			err = tlog_bdev_write(bdev, sb, BTRFS_SUPER_INFO_SIZE, off);
 		if (err)
 			break;
 	}
-	btrfs_set_super_block_bytenr(sb, btrfs_sb_offset(fs->super_mirror));
 	return err;
+}
+
+int btrfs_write_all_supers(struct tlog_fs *fs)
+{
+	int err = btrfs_write_supers(fs->bdev, &fs->super);
+
+	/* in memory the superblock stays the copy it was loaded from */
+	btrfs_set_super_block_bytenr(&fs->super, btrfs_sb_offset(fs->super_mirror));
+	return err;
+}
+
+void btrfs_set_backup_root(struct btrfs_root_backup *b, const struct btrfs_super_block *sb,
+			   const struct tlog_backup_tree trees[TLOG_BACKUP_NR])
+{
+	memset(b, 0, sizeof(*b));
+#define BACKUP(field, idx)							\
+	do {									\
+		btrfs_set_root_backup_##field(b, trees[idx].bytenr);		\
+		btrfs_set_root_backup_##field##_gen(b, trees[idx].generation);	\
+		btrfs_set_root_backup_##field##_level(b, trees[idx].level);	\
+	} while (0)
+	BACKUP(tree_root, TLOG_BACKUP_TREE_ROOT);
+	BACKUP(chunk_root, TLOG_BACKUP_CHUNK_ROOT);
+	BACKUP(extent_root, TLOG_BACKUP_EXTENT_ROOT);
+	BACKUP(fs_root, TLOG_BACKUP_FS_ROOT);
+	BACKUP(dev_root, TLOG_BACKUP_DEV_ROOT);
+	BACKUP(csum_root, TLOG_BACKUP_CSUM_ROOT);
+#undef BACKUP
+	btrfs_set_root_backup_total_bytes(b, btrfs_super_block_total_bytes(sb));
+	btrfs_set_root_backup_bytes_used(b, btrfs_super_block_bytes_used(sb));
+	btrfs_set_root_backup_num_devices(b, btrfs_super_block_num_devices(sb));
 }
 
 const struct extent_buffer *btrfs_find_cached_block(struct tlog_fs *fs, u64 bytenr)
@@ -972,6 +998,5 @@ void tlog_close(struct tlog_fs *fs)
 	eb_cache_destroy(&fs->cache);
 	chunk_map_release(&fs->chunks);
 	tlog_bdev_close(fs->bdev);
-	free(fs->scratch);
 	free(fs);
 }

@@ -35,10 +35,39 @@ int btrfs_load_super(struct tlog_bdev *bdev, int mirror,
 		     struct btrfs_super_block *sb, int *used, char *damage, size_t size);
 
 /*
- * Write fs->super to every copy that fits the device, each with its own
- * bytenr and checksum, primary first.  The caller flushes around it.
+ * Write @sb to every copy that fits the device its dev_item describes,
+ * each with its own bytenr and checksum, primary first, on @bdev (mkfs has
+ * no tlog_fs yet).  @sb is left with the last copy's bytenr.  The caller
+ * flushes around it.
  */
+int btrfs_write_supers(struct tlog_bdev *bdev, struct btrfs_super_block *sb);
+/* The same for fs->super, which keeps the bytenr of the copy it came from. */
 int btrfs_write_all_supers(struct tlog_fs *fs);
+
+/* The trees a backup root slot records, in this order. */
+enum {
+	TLOG_BACKUP_TREE_ROOT,
+	TLOG_BACKUP_CHUNK_ROOT,
+	TLOG_BACKUP_EXTENT_ROOT,
+	TLOG_BACKUP_FS_ROOT,
+	TLOG_BACKUP_DEV_ROOT,
+	TLOG_BACKUP_CSUM_ROOT,
+	TLOG_BACKUP_NR,
+};
+
+struct tlog_backup_tree {
+	u64 bytenr;
+	u64 generation;
+	u8 level;
+};
+
+/*
+ * Fill backup root slot @b with @trees and the sizes @sb records (total
+ * and used bytes, devices): what mkfs and every commit leave behind for a
+ * mount with -o usebackuproot.  Which slot is the caller's choice.
+ */
+void btrfs_set_backup_root(struct btrfs_root_backup *b, const struct btrfs_super_block *sb,
+			   const struct tlog_backup_tree trees[TLOG_BACKUP_NR]);
 
 /* Verify a tree block image (checksum and header) read for @bytenr. */
 int btrfs_check_tree_block(struct tlog_fs *fs, const u8 *buf, u64 bytenr);

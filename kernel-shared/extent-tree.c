@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Data extents: allocation with their extent item and back reference, and
- * release with the item, checksums and space (format.md 7.3, 7.4).
+ * release with the item, checksums and space (as the kernel's
+ * __btrfs_free_extent; Documentation/design/format.md).
  *
  * A new extent has one inline EXTENT_DATA_REF.  Dropping a reference of an
  * extent others still use (reflinks, snapshots) only removes that
@@ -10,7 +11,11 @@
 #include <errno.h>
 #include <string.h>
 
+#include "backref.h"
 #include "errctx.h"
+#include "extent-tree.h"
+#include "file-item.h"
+#include "root-tree.h"
 #include "transaction.h"
 
 #define DATA_ITEM_SIZE (sizeof(struct btrfs_extent_item) + 1 + \

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Data on disk and its checksums in the csum tree (format.md 9): one
- * checksum per sector, in items keyed (EXTENT_CSUM, EXTENT_CSUM, bytenr)
- * that never overlap.
+ * Data on disk and its checksums in the csum tree (as the kernel's
+ * file-item.c keeps them): one checksum per sector, in items keyed
+ * (EXTENT_CSUM, EXTENT_CSUM, bytenr) that never overlap.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +11,9 @@
 #include "blockdev.h"
 #include "csum.h"
 #include "errctx.h"
+#include "file-item.h"
+#include "misc.h"
+#include "root-tree.h"
 #include "transaction.h"
 #include "volumes.h"
 
@@ -77,7 +80,7 @@ int btrfs_insert_data_csums(struct tlog_trans *trans, u64 bytenr, const void *da
 {
 	struct tlog_fs *fs = trans->fs;
 	u32 ss = fs->sectorsize;
-	u64 sectors = (len + ss - 1) / ss;
+	u64 sectors = div_round_up(len, ss);
 	u8 *buf, sector[65536];
 	int err;
 
@@ -213,7 +216,7 @@ int btrfs_copy_csums(struct tlog_trans *trans, struct btrfs_root *src, u64 start
 		item_end = key.offset + (u64)size / cs * ss;
 		from = key.offset > pos ? key.offset : pos;
 		to = item_end < end ? item_end : end;
-		if (key.offset % ss || from >= to) {
+		if (!IS_ALIGNED(key.offset, ss) || from >= to) {
 			ret = tlog_error(-EUCLEAN, "csum item %llu of tree %llu is misaligned",
 					 (unsigned long long)key.offset,
 					 (unsigned long long)src->root_key.objectid);

@@ -26,6 +26,8 @@
 #include "csum.h"
 #include "errctx.h"
 #include "file.h"
+#include "misc.h"
+#include "root-tree.h"
 #include "volumes.h"
 
 /* btrfs compresses at most 128 KiB of file data into one extent. */
@@ -247,9 +249,9 @@ static int lzo_segment(const u8 *in, size_t len, u8 *out, size_t cap, size_t *pr
 }
 
 /*
- * btrfs's lzo framing (format.md 8.8): a u32 total length, then per sector
- * of input a u32 segment length and the segment; a segment header never
- * straddles a sector boundary.  Inline extents hold exactly one segment.
+ * btrfs's lzo framing (the kernel's lzo_decompress_bio): a u32 total
+ * length, then per sector of input a u32 segment length and the segment;
+ * a segment header never straddles a sector boundary.  Inline extents hold exactly one segment.
  */
 static int decompress_lzo(const u8 *in, size_t in_len, u8 *out, size_t out_len,
 			  u32 sectorsize, bool is_inline, size_t *produced)
@@ -266,7 +268,7 @@ static int decompress_lzo(const u8 *in, size_t in_len, u8 *out, size_t out_len,
 			return tlog_error(-EUCLEAN, "inline lzo lengths do not match its %zu bytes",
 					  in_len);
 	} else if (total < 2 * LZO_LEN || total > MAX_COMPRESSED || total > in_len ||
-		   (total + (u64)sectorsize - 1) / sectorsize * sectorsize != in_len) {
+		   round_up(total, sectorsize) != in_len) {
 		return tlog_error(-EUCLEAN, "lzo total length %u does not fit a %zu-byte extent",
 				  total, in_len);
 	}
@@ -519,7 +521,7 @@ static int csum_lookup(struct tlog_fs *fs, struct csum_cursor *cc, u64 logical,
 	if (key.objectid != BTRFS_EXTENT_CSUM_OBJECTID || key.type != BTRFS_EXTENT_CSUM_KEY)
 		return 1;
 	size = btrfs_item_size(leaf, cc->path.slots[0]);
-	if (size % fs->csum_size || key.offset % fs->sectorsize)
+	if (size % fs->csum_size || !IS_ALIGNED(key.offset, fs->sectorsize))
 		return tlog_error(-EUCLEAN, "csum item at %llu has a bad size or offset",
 				  (unsigned long long)key.offset);
 	cc->start = key.offset;
@@ -585,10 +587,10 @@ static int verify_plain(struct tlog_file *file, const struct tlog_file_extent *e
 	u64 end = ext->end, size_end, bad;
 	int ret;
 
-	size_end = (file->size + fs->sectorsize - 1) / fs->sectorsize * fs->sectorsize;
+	size_end = round_up(file->size, fs->sectorsize);
 	if (end > size_end)
 		end = size_end;
-	if (base % fs->sectorsize)
+	if (!IS_ALIGNED(base, fs->sectorsize))
 		return extent_error(file, ext->start, "extent offset %llu is not sector aligned",
 				    (unsigned long long)ext->offset);
 	for (u64 pos = ext->start; pos < end; pos += VERIFY_CHUNK) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Keeping the free space tree in step with allocations (format.md 10):
+ * Keeping the free space tree in step with allocations (as the kernel's
+ * free-space-tree.c does; Documentation/design/format.md):
  * per block group either FREE_SPACE_EXTENT items for the maximal free runs
  * or FREE_SPACE_BITMAP items (one bit per sector), and a FREE_SPACE_INFO
  * counting the runs.  Groups keep the form they have; converting between
@@ -10,8 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "errctx.h"
 #include "free-space-tree.h"
+#include "misc.h"
+#include "root-tree.h"
 #include "transaction.h"
 
 static int fst_root(struct tlog_trans *trans, struct btrfs_root **ret)
@@ -307,15 +311,8 @@ static int run_push(struct run_list *l, u64 start, u64 len)
 		l->v[l->nr - 1].len += len;
 		return 0;
 	}
-	if (l->nr == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct free_range *p = realloc(l->v, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		l->v = p;
-		l->cap = cap;
-	}
+	if (array_reserve(l->v, l->cap, l->nr + 1))
+		return -ENOMEM;
 	l->v[l->nr++] = (struct free_range){ start, len };
 	return 0;
 }
@@ -431,7 +428,7 @@ static int write_extents(struct tlog_trans *trans, struct btrfs_root *root,
 static int convert_if_needed(struct tlog_trans *trans, struct btrfs_root *root,
 			     const struct tlog_block_group *bg)
 {
-	u64 nr_bitmaps = (bg->length + bitmap_range(trans->fs) - 1) / bitmap_range(trans->fs);
+	u64 nr_bitmaps = div_round_up(bg->length, bitmap_range(trans->fs));
 	u64 high = nr_bitmaps * (sizeof(struct btrfs_item) + 256) / sizeof(struct btrfs_item);
 	u64 low = high > 100 ? high - 100 : 0;
 	struct btrfs_key key = { bg->start, BTRFS_FREE_SPACE_INFO_KEY, bg->length };

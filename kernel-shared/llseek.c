@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * SEEK_DATA and SEEK_HOLE with btrfs's answers (fiemap-seek.md section 3):
+ * SEEK_DATA and SEEK_HOLE with btrfs's answers (the kernel's
+ * find_desired_extent; Documentation/design/fiemap-seek.md):
  * regular and inline extents are data; prealloc extents, explicit hole
  * items and gaps between items are holes; everything from i_size on is the
  * hole at EOF.  Results are the offset asked for, an item boundary, or
@@ -10,6 +11,7 @@
 
 #include "errctx.h"
 #include "file.h"
+#include "misc.h"
 
 /* Where data of @ext ends for SEEK purposes (inline data runs to its sector end). */
 static u64 data_end(const struct tlog_file *file, const struct tlog_file_extent *ext)
@@ -17,7 +19,7 @@ static u64 data_end(const struct tlog_file *file, const struct tlog_file_extent 
 	u32 ss = file->fs->sectorsize;
 
 	if (ext->type == BTRFS_FILE_EXTENT_INLINE)
-		return ext->start + (ext->end - ext->start + ss - 1) / ss * ss;
+		return ext->start + round_up(ext->end - ext->start, ss);
 	return ext->end;
 }
 

@@ -20,10 +20,13 @@
 #include <time.h>
 #include <uuid/uuid.h>
 
+#include "array.h"
 #include "blockdev.h"
 #include "csum.h"
+#include "disk-io.h"
 #include "errctx.h"
 #include "leaf-builder.h"
+#include "misc.h"
 #include "mkfs.h"
 
 #define SZ_64K		(64ULL * 1024)
@@ -88,16 +91,6 @@ void tlog_mkfs_default_cfg(struct tlog_mkfs_cfg *cfg)
 		else
 			cfg->incompat_flags |= f->flags;
 	}
-}
-
-static bool is_power_of_2(u64 v)
-{
-	return v && !(v & (v - 1));
-}
-
-static u64 round_down(u64 v, u64 align)
-{
-	return v / align * align;
 }
 
 static u64 clamp_u64(u64 v, u64 lo, u64 hi)
@@ -356,23 +349,6 @@ static void tree_release(struct mk_tree *t)
 	free(t->addr);
 }
 
-static bool grow(void **p, size_t *alloc, size_t need, size_t elem)
-{
-	size_t n = *alloc ? *alloc : 16;
-	void *np;
-
-	if (need <= *alloc)
-		return true;
-	while (n < need)
-		n *= 2;
-	np = realloc(*p, n * elem);
-	if (!np)
-		return false;
-	*p = np;
-	*alloc = n;
-	return true;
-}
-
 /*
  * Add an item to @t and return its zeroed data, to fill before the next
  * call.  On allocation failure the error sticks in @c and a scratch
@@ -384,8 +360,8 @@ static void *add_item(struct mk_ctx *c, struct mk_tree *t, u64 objectid, u8 type
 	size_t alloc_items = t->alloc_items;
 	struct mk_item *it;
 
-	if (!grow((void **)&t->items, &alloc_items, t->nr_items + 1, sizeof(*t->items)) ||
-	    !grow((void **)&t->arena, &t->arena_alloc, t->arena_len + size + 1, 1)) {
+	if (array_reserve(t->items, alloc_items, t->nr_items + 1) ||
+	    array_reserve(t->arena, t->arena_alloc, t->arena_len + size + 1)) {
 		c->err = -ENOMEM;
 		memset(c->scratch, 0, size);
 		return c->scratch;
@@ -582,7 +558,8 @@ static int build_free_space_tree(struct mk_ctx *c)
 	for (int i = 0; i < 3; i++) {
 		const struct mk_chunk *ch = &c->chunks[i];
 		u64 *addrs = NULL;
-		u32 nr = 0, alloc = 0;
+		size_t alloc = 0;
+		u32 nr = 0;
 
 		for (int ti = 0; ti < T_MAX; ti++) {
 			const struct mk_tree *t = &c->trees[ti];
@@ -592,14 +569,9 @@ static int build_free_space_tree(struct mk_ctx *c)
 			for (u32 b = 0; b < t->plan_blocks; b++) {
 				if (t->addr[b] < ch->logical || t->addr[b] >= ch->logical + ch->length)
 					continue;
-				if (nr == alloc) {
-					u64 *n = realloc(addrs, (alloc = alloc ? 2 * alloc : 32) * sizeof(*n));
-
-					if (!n) {
-						free(addrs);
-						return -ENOMEM;
-					}
-					addrs = n;
+				if (array_reserve(addrs, alloc, nr + 1)) {
+					free(addrs);
+					return -ENOMEM;
 				}
 				addrs[nr++] = t->addr[b];
 			}
@@ -746,7 +718,7 @@ static int push_block(struct mk_tree *t, u32 *alloc, u8 level, u32 first, u32 nr
 {
 	size_t a = *alloc;
 
-	if (!grow((void **)&t->blocks, &a, t->nr_blocks + 1, sizeof(*t->blocks)))
+	if (array_reserve(t->blocks, a, t->nr_blocks + 1))
 		return -ENOMEM;
 	*alloc = a;
 	t->blocks[t->nr_blocks++] = (struct mk_block){
@@ -1050,25 +1022,27 @@ static int write_chunk_blocks(struct tlog_bdev *bdev, struct mk_ctx *c, const st
 	return 0;
 }
 
-static void fill_backup_root(const struct mk_ctx *c, struct btrfs_root_backup *b)
+/* Backup slot 0 records the new trees; the kernel fills the others as it commits. */
+static void fill_backup_root(const struct mk_ctx *c, struct btrfs_super_block *sb)
 {
-#define BACKUP(field, idx)							\
-	do {									\
-		const struct mk_tree *t_ = &c->trees[idx];			\
-		btrfs_set_root_backup_##field(b, tree_root_bytenr(t_));		\
-		btrfs_set_root_backup_##field##_gen(b, MKFS_GENERATION);	\
-		btrfs_set_root_backup_##field##_level(b, t_->plan_level);	\
-	} while (0)
-	BACKUP(tree_root, T_ROOT);
-	BACKUP(chunk_root, T_CHUNK);
-	BACKUP(extent_root, T_EXTENT);
-	BACKUP(fs_root, T_FS);
-	BACKUP(dev_root, T_DEV);
-	BACKUP(csum_root, T_CSUM);
-#undef BACKUP
-	btrfs_set_root_backup_total_bytes(b, c->total_bytes);
-	btrfs_set_root_backup_bytes_used(b, c->bytes_used);
-	btrfs_set_root_backup_num_devices(b, 1);
+	static const int tree_of[TLOG_BACKUP_NR] = {
+		[TLOG_BACKUP_TREE_ROOT] = T_ROOT,
+		[TLOG_BACKUP_CHUNK_ROOT] = T_CHUNK,
+		[TLOG_BACKUP_EXTENT_ROOT] = T_EXTENT,
+		[TLOG_BACKUP_FS_ROOT] = T_FS,
+		[TLOG_BACKUP_DEV_ROOT] = T_DEV,
+		[TLOG_BACKUP_CSUM_ROOT] = T_CSUM,
+	};
+	struct tlog_backup_tree trees[TLOG_BACKUP_NR];
+
+	for (int i = 0; i < TLOG_BACKUP_NR; i++) {
+		const struct mk_tree *t = &c->trees[tree_of[i]];
+
+		trees[i] = (struct tlog_backup_tree){
+			tree_root_bytenr(t), MKFS_GENERATION, t->plan_level,
+		};
+	}
+	btrfs_set_backup_root(&sb->super_roots[0], sb, trees);
 }
 
 static void fill_super(const struct mk_ctx *c, struct btrfs_super_block *sb)
@@ -1109,32 +1083,19 @@ static void fill_super(const struct mk_ctx *c, struct btrfs_super_block *sb)
 	btrfs_set_super_block_uuid_tree_generation(sb, MKFS_GENERATION);
 	btrfs_cpu_key_to_disk(key, &k);
 	fill_chunk_item(c, sys, (struct btrfs_chunk *)(key + 1));
-	fill_backup_root(c, &sb->super_roots[0]);
+	fill_backup_root(c, sb);
 }
 
-/* The copies that fit: the kernel writes copy i only if it ends inside total_bytes. */
-static bool super_fits(u64 size, int mirror)
-{
-	return btrfs_sb_offset(mirror) + BTRFS_SUPER_INFO_SIZE < size;
-}
-
+/* Every copy that fits, as a commit writes them (btrfs_write_supers). */
 static int write_supers(struct tlog_bdev *bdev, const struct mk_ctx *c)
 {
 	struct btrfs_super_block *sb = malloc(sizeof(*sb));
-	int ret = 0;
+	int ret;
 
 	if (!sb)
 		return -ENOMEM;
 	fill_super(c, sb);
-	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX && !ret; i++) {
-		if (!super_fits(c->total_bytes, i))
-			break;
-		btrfs_set_super_block_bytenr(sb, btrfs_sb_offset(i));
-		ret = btrfs_csum_data(c->cfg->csum_type, (u8 *)sb + BTRFS_CSUM_SIZE,
-				      BTRFS_SUPER_INFO_SIZE - BTRFS_CSUM_SIZE, sb->csum);
-		if (!ret)
-			ret = tlog_bdev_write(bdev, sb, BTRFS_SUPER_INFO_SIZE, btrfs_sb_offset(i));
-	}
+	ret = btrfs_write_supers(bdev, sb);
 	free(sb);
 	return ret;
 }

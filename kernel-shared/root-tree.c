@@ -9,6 +9,8 @@
 
 #include "ctree.h"
 #include "errctx.h"
+#include "misc.h"
+#include "root-tree.h"
 
 static struct btrfs_root *find_cached_root(struct tlog_fs *fs, u64 objectid, u64 offset)
 {
@@ -36,7 +38,7 @@ static int load_root_item(struct tlog_fs *fs, struct btrfs_root *root,
 	if (root->level >= BTRFS_MAX_LEVEL)
 		return tlog_error(-EUCLEAN, "tree %llu has invalid root level %u",
 				  (unsigned long long)root->root_key.objectid, root->level);
-	if (root->bytenr == 0 || root->bytenr % fs->sectorsize)
+	if (root->bytenr == 0 || !IS_ALIGNED(root->bytenr, fs->sectorsize))
 		return tlog_error(-EUCLEAN, "tree %llu has invalid root address %llu",
 				  (unsigned long long)root->root_key.objectid,
 				  (unsigned long long)root->bytenr);

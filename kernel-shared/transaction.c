@@ -16,12 +16,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "array.h"
+#include "backref.h"
 #include "blockdev.h"
 #include "block-group.h"
 #include "csum.h"
 #include "disk-io.h"
 #include "errctx.h"
+#include "extent-tree.h"
 #include "free-space-tree.h"
+#include "root-tree.h"
 #include "transaction.h"
 #include "volumes.h"
 
@@ -52,22 +56,20 @@ struct trans_state {
 	u64 system_reserve;		/* grow SYSTEM space below this */
 };
 
+/*
+ * The image allocator's state around @trans.  Only for transactions
+ * started by tlog_trans_start_flags() (ops == &image_trans_ops): other
+ * allocators keep their own state in trans->priv.
+ */
 static struct trans_state *state_of(struct tlog_trans *trans)
 {
-	return trans->priv;
+	return container_of(trans, struct trans_state, trans);
 }
 
 static int rec_push(struct rec_list *l, const struct block_rec *r)
 {
-	if (l->nr == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct block_rec *p = realloc(l->v, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		l->v = p;
-		l->cap = cap;
-	}
+	if (array_reserve(l->v, l->cap, l->nr + 1))
+		return -ENOMEM;
 	l->v[l->nr++] = *r;
 	return 0;
 }
@@ -227,7 +229,7 @@ int tlog_trans_start_flags(struct tlog_fs *fs, unsigned int flags, struct tlog_t
 		return err;
 	}
 	st->trans = (struct tlog_trans){ .fs = fs, .transid = fs->generation + 1,
-					 .now = clock_now(), .ops = &image_trans_ops, .priv = st };
+					 .now = clock_now(), .ops = &image_trans_ops };
 	st->system_reserve = 16ULL * fs->nodesize;
 	st->flags = flags;
 	*ret = &st->trans;
@@ -254,15 +256,8 @@ int tlog_trans_defer_data_free(struct tlog_trans *trans, u64 bytenr, u64 len)
 {
 	struct trans_state *st = state_of(trans);
 
-	if (st->nr_deferred == st->cap_deferred) {
-		size_t cap = st->cap_deferred ? st->cap_deferred * 2 : 64;
-		struct free_range *v = realloc(st->deferred, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		st->deferred = v;
-		st->cap_deferred = cap;
-	}
+	if (array_reserve(st->deferred, st->cap_deferred, st->nr_deferred + 1))
+		return -ENOMEM;
 	st->deferred[st->nr_deferred++] = (struct free_range){ bytenr, len };
 	return 0;
 }
@@ -607,28 +602,35 @@ static int write_dirty_blocks(struct tlog_fs *fs)
 	return 0;
 }
 
-static u64 root_bytenr_of(struct tlog_fs *fs, u64 objectid, u64 *gen, u8 *level)
+/* Where @root is, for a backup root slot; all zero for a missing tree. */
+static struct tlog_backup_tree backup_tree(const struct btrfs_root *root)
+{
+	if (!root)
+		return (struct tlog_backup_tree){ 0 };
+	return (struct tlog_backup_tree){ root->bytenr, root->generation, root->level };
+}
+
+static const struct btrfs_root *find_root_or_null(struct tlog_fs *fs, u64 objectid)
 {
 	struct btrfs_root *root;
 
-	if (btrfs_find_root(fs, objectid, &root)) {
-		*gen = 0;
-		*level = 0;
-		return 0;
-	}
-	*gen = root->generation;
-	*level = root->level;
-	return root->bytenr;
+	return btrfs_find_root(fs, objectid, &root) ? NULL : root;
 }
 
 /* Fill the next backup root slot, round robin after the newest. */
 static void fill_backup_root(struct tlog_fs *fs)
 {
 	struct btrfs_super_block *sb = &fs->super;
-	struct btrfs_root_backup *b;
-	u64 newest = 0, gen;
+	struct tlog_backup_tree trees[TLOG_BACKUP_NR] = {
+		[TLOG_BACKUP_TREE_ROOT] = backup_tree(fs->tree_root),
+		[TLOG_BACKUP_CHUNK_ROOT] = backup_tree(fs->chunk_root),
+		[TLOG_BACKUP_EXTENT_ROOT] = backup_tree(find_root_or_null(fs, BTRFS_EXTENT_TREE_OBJECTID)),
+		[TLOG_BACKUP_FS_ROOT] = backup_tree(find_root_or_null(fs, BTRFS_FS_TREE_OBJECTID)),
+		[TLOG_BACKUP_DEV_ROOT] = backup_tree(find_root_or_null(fs, BTRFS_DEV_TREE_OBJECTID)),
+		[TLOG_BACKUP_CSUM_ROOT] = backup_tree(find_root_or_null(fs, BTRFS_CSUM_TREE_OBJECTID)),
+	};
+	u64 newest = 0;
 	int slot = 0;
-	u8 level;
 
 	for (int i = 0; i < BTRFS_NUM_BACKUP_ROOTS; i++) {
 		if (btrfs_root_backup_tree_root_gen(&sb->super_roots[i]) > newest) {
@@ -636,26 +638,7 @@ static void fill_backup_root(struct tlog_fs *fs)
 			slot = (i + 1) % BTRFS_NUM_BACKUP_ROOTS;
 		}
 	}
-	b = &sb->super_roots[slot];
-	memset(b, 0, sizeof(*b));
-	btrfs_set_root_backup_tree_root(b, fs->tree_root->bytenr);
-	btrfs_set_root_backup_tree_root_gen(b, fs->tree_root->generation);
-	btrfs_set_root_backup_tree_root_level(b, fs->tree_root->level);
-	btrfs_set_root_backup_chunk_root(b, fs->chunk_root->bytenr);
-	btrfs_set_root_backup_chunk_root_gen(b, fs->chunk_root->generation);
-	btrfs_set_root_backup_chunk_root_level(b, fs->chunk_root->level);
-#define BACKUP(field, objectid)						\
-	btrfs_set_root_backup_##field(b, root_bytenr_of(fs, objectid, &gen, &level)); \
-	btrfs_set_root_backup_##field##_gen(b, gen);			\
-	btrfs_set_root_backup_##field##_level(b, level);
-	BACKUP(extent_root, BTRFS_EXTENT_TREE_OBJECTID)
-	BACKUP(fs_root, BTRFS_FS_TREE_OBJECTID)
-	BACKUP(dev_root, BTRFS_DEV_TREE_OBJECTID)
-	BACKUP(csum_root, BTRFS_CSUM_TREE_OBJECTID)
-#undef BACKUP
-	btrfs_set_root_backup_total_bytes(b, btrfs_super_block_total_bytes(sb));
-	btrfs_set_root_backup_bytes_used(b, btrfs_super_block_bytes_used(sb));
-	btrfs_set_root_backup_num_devices(b, btrfs_super_block_num_devices(sb));
+	btrfs_set_backup_root(&sb->super_roots[slot], sb, trees);
 }
 
 static int write_supers(struct tlog_trans *trans)

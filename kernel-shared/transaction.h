@@ -41,7 +41,7 @@ struct tlog_trans {
 	 */
 	struct btrfs_timespec now;
 	const struct tlog_trans_ops *ops;
-	void *priv;			/* the allocator's state */
+	void *priv;			/* other allocators' state (the image's is around this) */
 };
 
 
@@ -92,43 +92,6 @@ int tlog_trans_account_space(struct tlog_trans *trans, u64 bytenr, u64 len, bool
 /* Take the given range, which must be free, as allocated (a logged data extent). */
 int tlog_trans_claim_space(struct tlog_trans *trans, u64 bytenr, u64 len);
 
-/* References when copying a block a snapshot may share (backref.c). */
-int btrfs_update_ref_for_cow(struct tlog_trans *trans, struct btrfs_root *root,
-			     const struct extent_buffer *buf, const struct extent_buffer *cow,
-			     bool *last_ref);
-
-/* Drop one normal reference to a data extent others still reference. */
-int btrfs_drop_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root, u64 ino,
-			u64 offset);
-
-/* ---- data extents (extent-tree.c) and their checksums (file-item.c) ---- */
-
-/*
- * A new data extent of @len bytes (sector multiple) for file offset
- * @offset of inode @ino in @root, with its extent item and one
- * EXTENT_DATA_REF.  Its data must be written with btrfs_write_data().
- */
-int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
-			    u64 offset, u64 len, u64 *bytenr);
-/*
- * Drop the reference of (@root, @ino, @offset) to the data extent at
- * @bytenr; the last one frees the extent and its checksums.
- */
-int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,
-			   u64 ino, u64 offset);
-/* One more reference (@root, @ino, @offset) to the data extent at @bytenr. */
-int btrfs_add_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root, u64 ino,
-		       u64 offset);
-/*
- * The extent item of a data extent written in the transaction a log belongs
- * to, which only the log referred to: refs 1, an inline EXTENT_DATA_REF,
- * its space taken from the free space (log replay).
- */
-int btrfs_claim_logged_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,
-				   u64 ino, u64 offset);
-/* Drop the last reference of a data extent, leaving its item with refs 0. */
-int btrfs_drop_last_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root, u64 ino,
-			     u64 offset);
 /*
  * Data extents whose last reference went in a transaction that defers
  * frees (log replay, like the kernel's delayed references) are freed at
@@ -138,20 +101,10 @@ int btrfs_drop_last_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 
 bool tlog_trans_defers_frees(struct tlog_trans *trans);
 int tlog_trans_defer_data_free(struct tlog_trans *trans, u64 bytenr, u64 len);
 int tlog_trans_run_deferred_frees(struct tlog_trans *trans);
-int btrfs_finish_data_free(struct tlog_trans *trans, u64 bytenr, u64 len);
-/* Write data into space allocated in this transaction (all copies). */
-int btrfs_write_data(struct tlog_trans *trans, u64 bytenr, const void *buf, size_t len);
-/* Checksum @len bytes of data written at @bytenr into the csum tree. */
-int btrfs_insert_data_csums(struct tlog_trans *trans, u64 bytenr, const void *data, u64 len);
-/* Insert @sectors checksums (csum_size bytes each) for the data at @bytenr. */
-int btrfs_insert_csums(struct tlog_trans *trans, u64 bytenr, const u8 *csums, u64 sectors);
-/*
- * Replace the checksums of [start, end) in the csum tree by those @src (a
- * log tree) holds for that range, piece by piece; ranges @src does not
- * cover are left alone.  *@copied gets the bytes covered.
- */
-int btrfs_copy_csums(struct tlog_trans *trans, struct btrfs_root *src, u64 start, u64 end,
-		     u64 *copied);
-/* Remove the checksums of [bytenr, bytenr + len), splitting items that overlap. */
-int btrfs_delete_data_csums(struct tlog_trans *trans, u64 bytenr, u64 len);
+
+/* Until every user includes the data extent headers itself. */
+#include "backref.h"
+#include "extent-tree.h"
+#include "file-item.h"
+
 #endif

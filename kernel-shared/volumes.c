@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "ctree.h"
 #include "errctx.h"
+#include "misc.h"
 #include "volumes.h"
 
 void chunk_map_init(struct chunk_map *map)
@@ -23,11 +25,6 @@ void chunk_map_release(struct chunk_map *map)
 {
 	free(map->maps);
 	chunk_map_init(map);
-}
-
-static bool is_power_of_2(u64 n)
-{
-	return n && !(n & (n - 1));
 }
 
 /* Bytes each stripe of a chunk covers on its device. */
@@ -101,7 +98,8 @@ static int check_chunk(struct tlog_fs *fs, u64 logical,
 	if (item_size != btrfs_chunk_item_size(num_stripes))
 		return tlog_error(-EUCLEAN, "chunk at %llu: item size %u does not fit %u stripes",
 				  (unsigned long long)logical, item_size, num_stripes);
-	if (length == 0 || length % fs->sectorsize || logical % fs->sectorsize)
+	if (length == 0 || !IS_ALIGNED(length, fs->sectorsize) ||
+	    !IS_ALIGNED(logical, fs->sectorsize))
 		return tlog_error(-EUCLEAN, "chunk at %llu: unaligned start or length %llu",
 				  (unsigned long long)logical, (unsigned long long)length);
 	if (logical + length < logical)
@@ -187,15 +185,8 @@ int chunk_map_add(struct tlog_fs *fs, struct chunk_map *map, u64 logical,
 				  (unsigned long long)old->logical);
 	}
 
-	if (map->nr == map->alloc) {
-		size_t n = map->alloc ? map->alloc * 2 : 16;
-		struct map_lookup *p = realloc(map->maps, n * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		map->maps = p;
-		map->alloc = n;
-	}
+	if (array_reserve(map->maps, map->alloc, map->nr + 1))
+		return -ENOMEM;
 	map->maps[map->nr++] = m;
 	qsort(map->maps, map->nr, sizeof(*map->maps), map_cmp);
 	return 0;

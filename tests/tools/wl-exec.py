@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""Run a workload script (shared/docs/workload.md) against a mounted directory.
+"""Run a workload script (Documentation/design/workload.md) against a mounted directory.
 
 usage: wl-exec.py [-v] [--strict] SCRIPT MOUNTPOINT
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""Write random workload scripts (shared/docs/workload.md) for crash tests.
+"""Write random workload scripts (Documentation/design/workload.md) for crash tests.
 
 usage: wl-random.py SEED COUNT OUTDIR [MINOPS MAXOPS]
 

@@ -24,7 +24,10 @@
 #include "ctree.h"
 #include "errctx.h"
 #include "blockdev.h"
+#include "extent-tree.h"
+#include "file-item.h"
 #include "inode.h"
+#include "root-tree.h"
 #include "transaction.h"
 
 static u64 next_objectid(struct btrfs_root *root)

@@ -3,7 +3,7 @@
 # Helpers for the replay-log differential tests (tests/kernel/400-430)
 # and the damage tests (450, 460: make_mixed_crash_image), sourced after
 # common.sh.  A scenario is a workload script
-# (shared/docs/workload.md) run by tests/tools/wl-exec.py on a loop mount
+# (Documentation/design/workload.md) run by tests/tools/wl-exec.py on a loop mount
 # with commit=3600; the image copied while still mounted is the crash
 # image.  compare_replay then checks:
 #  - a copy replayed by the kernel (A: a ro mount of a writable loop

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Writing data and keeping its checksums in the csum tree (file-item.c). */
+#ifndef TLOG_FILE_ITEM_H
+#define TLOG_FILE_ITEM_H
+
+#include <stddef.h>
+#include "transaction.h"
+
+/* Write data into space allocated in this transaction (all copies). */
+int btrfs_write_data(struct tlog_trans *trans, u64 bytenr, const void *buf, size_t len);
+/* Checksum @len bytes of data written at @bytenr into the csum tree. */
+int btrfs_insert_data_csums(struct tlog_trans *trans, u64 bytenr, const void *data, u64 len);
+/* Insert @sectors checksums (csum_size bytes each) for the data at @bytenr. */
+int btrfs_insert_csums(struct tlog_trans *trans, u64 bytenr, const u8 *csums, u64 sectors);
+/*
+ * Replace the checksums of [start, end) in the csum tree by those @src (a
+ * log tree) holds for that range, piece by piece; ranges @src does not
+ * cover are left alone.  *@copied gets the bytes covered.
+ */
+int btrfs_copy_csums(struct tlog_trans *trans, struct btrfs_root *src, u64 start, u64 end,
+		     u64 *copied);
+/* Remove the checksums of [bytenr, bytenr + len), splitting items that overlap. */
+int btrfs_delete_data_csums(struct tlog_trans *trans, u64 bytenr, u64 len);
+
+#endif

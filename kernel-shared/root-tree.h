@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Finding and reading the roots of the trees (root-tree.c). */
+#ifndef TLOG_ROOT_TREE_H
+#define TLOG_ROOT_TREE_H
+
+#include "format.h"
+
+struct btrfs_root;
+struct tlog_fs;
+
+/*
+ * The tree @objectid (a ROOT_ITEM in the root tree; the root and chunk
+ * trees come from the superblock).  Roots are cached in @fs and freed with
+ * it.
+ */
+int btrfs_read_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
+/* The same for a caller to whom absence is an answer: -ENOENT, nothing recorded. */
+int btrfs_find_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
+/* Root of the log tree for subvolume @objectid, or -ENOENT. */
+int btrfs_read_log_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
+
+#endif
