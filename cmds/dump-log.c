@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "disk-io.h"
+#include "super.h"
 #include "errctx.h"
 #include "inode.h"
 #include "inode-print.h"

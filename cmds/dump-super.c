@@ -11,7 +11,7 @@
 #include "blockdev.h"
 #include "commands.h"
 #include "csum.h"
-#include "disk-io.h"
+#include "super.h"
 #include "errctx.h"
 #include "messages.h"
 #include "open.h"

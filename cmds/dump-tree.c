@@ -14,7 +14,7 @@
 
 #include "array.h"
 #include "commands.h"
-#include "disk-io.h"
+#include "super.h"
 #include "errctx.h"
 #include "json-writer.h"
 #include "messages.h"

@@ -7,7 +7,7 @@
 
 #include "blockdev.h"
 #include "claim.h"
-#include "disk-io.h"
+#include "super.h"
 #include "errctx.h"
 #include "messages.h"
 #include "open.h"

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "ctree.h"
-#include "disk-io.h"
+#include "super.h"
 #include "errctx.h"
 #include "transaction.h"
 

@@ -10,7 +10,8 @@
 
 #include "blockdev.h"
 #include "ctree.h"
-#include "disk-io.h"
+#include "tree-checker.h"
+#include "super.h"
 #include "errctx.h"
 
 void btrfs_init_path(struct btrfs_path *path)

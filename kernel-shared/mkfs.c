@@ -23,7 +23,7 @@
 #include "array.h"
 #include "blockdev.h"
 #include "csum.h"
-#include "disk-io.h"
+#include "super.h"
 #include "errctx.h"
 #include "leaf-builder.h"
 #include "misc.h"

@@ -21,7 +21,7 @@
 #include "blockdev.h"
 #include "block-group.h"
 #include "csum.h"
-#include "disk-io.h"
+#include "super.h"
 #include "errctx.h"
 #include "extent-tree.h"
 #include "free-space-tree.h"

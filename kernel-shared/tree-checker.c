@@ -14,6 +14,7 @@
 
 #include "csum.h"
 #include "errctx.h"
+#include "misc.h"
 #include "print-tree.h"
 #include "tree-checker.h"
 
@@ -268,4 +269,104 @@ int btrfs_check_item(const struct tlog_fs *fs, const struct extent_buffer *leaf,
 		return check_inode_ref(leaf, slot, key);
 	}
 	return 0;
+}
+
+/* ---- tree block layout ---- */
+
+static int check_leaf(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
+{
+	const struct btrfs_header *h = (const struct btrfs_header *)buf;
+	u32 nritems = btrfs_header_nritems(h);
+	u32 data_size = btrfs_leaf_data_size(fs->nodesize);
+	struct btrfs_key prev = { 0 }, key;
+	u32 data_end = data_size;	/* where the next item's data must end */
+
+	if ((u64)nritems * sizeof(struct btrfs_item) > data_size)
+		return tlog_error(-EUCLEAN, "leaf %llu: %u items cannot fit",
+				  (unsigned long long)bytenr, nritems);
+	for (u32 i = 0; i < nritems; i++) {
+		const struct btrfs_item *item = (const struct btrfs_item *)
+			(buf + sizeof(*h) + (size_t)i * sizeof(*item));
+		u32 off = btrfs_raw_item_offset(item);
+		u32 size = btrfs_raw_item_size(item);
+
+		btrfs_disk_key_to_cpu(&key, &item->key);
+		if (i > 0 && btrfs_comp_cpu_keys(&prev, &key) >= 0)
+			return tlog_error(-EUCLEAN, "leaf %llu: key %u is not above key %u",
+					  (unsigned long long)bytenr, i, i - 1);
+		if (off > data_size || size > data_size - off)
+			return tlog_error(-EUCLEAN,
+					  "leaf %llu: item %u data [%u, +%u) is outside the leaf",
+					  (unsigned long long)bytenr, i, off, size);
+		if (off < (u64)nritems * sizeof(struct btrfs_item))
+			return tlog_error(-EUCLEAN,
+					  "leaf %llu: item %u data overlaps the item headers",
+					  (unsigned long long)bytenr, i);
+		/* item data is packed back to back from the end of the leaf */
+		if (off + size != data_end)
+			return tlog_error(-EUCLEAN,
+					  "leaf %llu: item %u data ends at %u, expected %u",
+					  (unsigned long long)bytenr, i, off + size, data_end);
+		data_end = off;
+		prev = key;
+	}
+	return 0;
+}
+
+static int check_node(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
+{
+	const struct btrfs_header *h = (const struct btrfs_header *)buf;
+	u32 nritems = btrfs_header_nritems(h);
+	struct btrfs_key prev = { 0 }, key;
+
+	if (nritems == 0 || nritems > btrfs_nodeptrs_per_block(fs->nodesize))
+		return tlog_error(-EUCLEAN, "node %llu: invalid number of pointers %u",
+				  (unsigned long long)bytenr, nritems);
+	for (u32 i = 0; i < nritems; i++) {
+		const struct btrfs_key_ptr *kp = (const struct btrfs_key_ptr *)
+			(buf + sizeof(*h) + (size_t)i * sizeof(*kp));
+		u64 ptr = btrfs_key_ptr_blockptr(kp);
+
+		btrfs_disk_key_to_cpu(&key, &kp->key);
+		if (i > 0 && btrfs_comp_cpu_keys(&prev, &key) >= 0)
+			return tlog_error(-EUCLEAN, "node %llu: key %u is not above key %u",
+					  (unsigned long long)bytenr, i, i - 1);
+		if (ptr == 0 || !IS_ALIGNED(ptr, fs->sectorsize))
+			return tlog_error(-EUCLEAN, "node %llu: pointer %u to invalid address %llu",
+					  (unsigned long long)bytenr, i, (unsigned long long)ptr);
+		prev = key;
+	}
+	return 0;
+}
+
+int btrfs_check_tree_block(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
+{
+	const struct btrfs_header *h = (const struct btrfs_header *)buf;
+	u8 csum[BTRFS_CSUM_SIZE];
+
+	btrfs_csum_data(fs->csum_type, buf + BTRFS_CSUM_SIZE,
+			fs->nodesize - BTRFS_CSUM_SIZE, csum);
+	if (memcmp(csum, h->csum, fs->csum_size) != 0)
+		return tlog_error(-EUCLEAN, "checksum mismatch on tree block %llu",
+				  (unsigned long long)bytenr);
+	return btrfs_check_tree_block_layout(fs, buf, bytenr);
+}
+
+int btrfs_check_tree_block_layout(struct tlog_fs *fs, const u8 *buf, u64 bytenr)
+{
+	const struct btrfs_header *h = (const struct btrfs_header *)buf;
+
+	if (btrfs_header_bytenr(h) != bytenr)
+		return tlog_error(-EUCLEAN, "tree block %llu claims to be at %llu",
+				  (unsigned long long)bytenr,
+				  (unsigned long long)btrfs_header_bytenr(h));
+	if (memcmp(h->fsid, fs->header_fsid, BTRFS_FSID_SIZE) != 0)
+		return tlog_error(-EUCLEAN, "tree block %llu belongs to another filesystem (bad fsid)",
+				  (unsigned long long)bytenr);
+	if (btrfs_header_level(h) >= BTRFS_MAX_LEVEL)
+		return tlog_error(-EUCLEAN, "tree block %llu has invalid level %u",
+				  (unsigned long long)bytenr, btrfs_header_level(h));
+	if (btrfs_header_level(h) == 0)
+		return check_leaf(fs, buf, bytenr);
+	return check_node(fs, buf, bytenr);
 }

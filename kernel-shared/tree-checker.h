@@ -23,4 +23,9 @@
 int btrfs_check_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
 		     const struct btrfs_key *key, const struct btrfs_key *prev);
 
+/* Verify a tree block image (checksum, header and layout) read for @bytenr. */
+int btrfs_check_tree_block(struct tlog_fs *fs, const u8 *buf, u64 bytenr);
+/* The same without the checksum: header and item layout only. */
+int btrfs_check_tree_block_layout(struct tlog_fs *fs, const u8 *buf, u64 bytenr);
+
 #endif

@@ -5,7 +5,7 @@
 #include <errno.h>
 
 #include "blockdev.h"
-#include "disk-io.h"
+#include "super.h"
 #include "errctx.h"
 #include "tree-log.h"
 

@@ -9,7 +9,7 @@
 
 #include "block-group.h"
 #include "csum.h"
-#include "disk-io.h"
+#include "super.h"
 #include "errctx.h"
 #include "mkfs.h"
 #include "mem-fs.h"

@@ -7,7 +7,8 @@
 
 #include "csum.h"
 #include "ctree.h"
-#include "disk-io.h"
+#include "super.h"
+#include "tree-checker.h"
 #include "errctx.h"
 
 /*

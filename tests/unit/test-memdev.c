@@ -10,7 +10,7 @@
 
 #include "blockdev.h"
 #include "ctree.h"
-#include "disk-io.h"
+#include "super.h"
 #include "mkfs.h"
 
 #define DEV_SIZE	(512ULL << 20)

@@ -17,7 +17,7 @@
 
 #include "block-group.h"
 #include "csum.h"
-#include "disk-io.h"
+#include "super.h"
 #include "errctx.h"
 #include "inode.h"
 #include "leaf-builder.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Superblock access and validation. */
-#ifndef TLOG_DISK_IO_H
-#define TLOG_DISK_IO_H
+/* The superblock: reading, validating, choosing and writing its copies. */
+#ifndef TLOG_SUPER_H
+#define TLOG_SUPER_H
 
 #include <stdbool.h>
 #include "ctree.h"
@@ -68,10 +68,5 @@ struct tlog_backup_tree {
  */
 void btrfs_set_backup_root(struct btrfs_root_backup *b, const struct btrfs_super_block *sb,
 			   const struct tlog_backup_tree trees[TLOG_BACKUP_NR]);
-
-/* Verify a tree block image (checksum and header) read for @bytenr. */
-int btrfs_check_tree_block(struct tlog_fs *fs, const u8 *buf, u64 bytenr);
-/* The same without the checksum: header and item layout only. */
-int btrfs_check_tree_block_layout(struct tlog_fs *fs, const u8 *buf, u64 bytenr);
 
 #endif

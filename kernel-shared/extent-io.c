@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Tree blocks in memory: the block cache, reading blocks (every copy of a
+ * mirrored block tried in turn) with their checks, read-ahead of a node's
+ * children, and the blocks a transaction creates and dirties.
+ *
+ * Every tree block is verified once, when it enters the cache: checksum,
+ * header (bytenr, fsid, level) and the layout of its items, so that all
+ * later item accesses stay inside the block.  What the parent says about a
+ * child (level, generation) is checked on every read because it depends on
+ * who asks.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blockdev.h"
+#include "ctree.h"
+#include "errctx.h"
+#include "extent-io.h"
+#include "misc.h"
+#include "tree-checker.h"
+#include "volumes.h"
+
+/* Default block cache: this many bytes of unreferenced tree blocks. */
+#define TLOG_CACHE_BYTES (256ULL << 20)
+
+/* ---- block cache ---- */
+
+static size_t eb_hash(const struct eb_cache *cache, u64 bytenr)
+{
+	return (size_t)((bytenr >> 12) * 0x9E3779B97F4A7C15ULL >> 20) % cache->hash_size;
+}
+
+int eb_cache_init(struct eb_cache *cache, u32 nodesize)
+{
+	cache->max_cached = TLOG_CACHE_BYTES / nodesize;
+	cache->hash_size = 16411;
+	cache->hash = calloc(cache->hash_size, sizeof(*cache->hash));
+	INIT_LIST_HEAD(&cache->lru);
+	return cache->hash ? 0 : -ENOMEM;
+}
+
+static struct extent_buffer *eb_cache_lookup(struct eb_cache *cache, u64 bytenr)
+{
+	struct extent_buffer *eb = cache->hash[eb_hash(cache, bytenr)];
+
+	for (; eb; eb = eb->hash_next)
+		if (eb->start == bytenr)
+			return eb;
+	return NULL;
+}
+
+static void eb_cache_unhash(struct eb_cache *cache, struct extent_buffer *eb)
+{
+	struct extent_buffer **pp = &cache->hash[eb_hash(cache, eb->start)];
+
+	while (*pp && *pp != eb)
+		pp = &(*pp)->hash_next;
+	if (*pp)
+		*pp = eb->hash_next;
+}
+
+static void eb_cache_insert(struct eb_cache *cache, struct extent_buffer *eb)
+{
+	size_t h = eb_hash(cache, eb->start);
+
+	eb->hash_next = cache->hash[h];
+	cache->hash[h] = eb;
+	cache->nr_cached++;
+}
+
+/* Drop unreferenced buffers, oldest first, until the cache is under its limit. */
+static void eb_cache_shrink(struct eb_cache *cache)
+{
+	while (cache->nr_cached > cache->max_cached && !list_empty(&cache->lru)) {
+		struct extent_buffer *eb = list_first_entry(&cache->lru,
+							    struct extent_buffer, lru);
+
+		list_del_init(&eb->lru);
+		eb_cache_unhash(cache, eb);
+		cache->nr_cached--;
+		free(eb);
+	}
+}
+
+void eb_cache_destroy(struct eb_cache *cache)
+{
+	if (!cache->hash)
+		return;
+	for (size_t i = 0; i < cache->hash_size; i++) {
+		struct extent_buffer *eb = cache->hash[i];
+
+		while (eb) {
+			struct extent_buffer *next = eb->hash_next;
+
+			free(eb);
+			eb = next;
+		}
+	}
+	free(cache->hash);
+	cache->hash = NULL;
+}
+
+void free_extent_buffer(struct extent_buffer *eb)
+{
+	struct tlog_fs *fs;
+
+	if (!eb)
+		return;
+	if (--eb->refs > 0)
+		return;
+	if (eb->stale) {
+		free(eb);
+		return;
+	}
+	/* The buffer stays cached; it only becomes evictable. */
+	fs = *(struct tlog_fs **)(eb->data + eb->len);
+	list_add_tail(&eb->lru, &fs->cache.lru);
+	eb_cache_shrink(&fs->cache);
+}
+
+/* A buffer for the block at @bytenr, one reference, not in the cache yet. */
+static struct extent_buffer *alloc_extent_buffer(struct tlog_fs *fs, u64 bytenr)
+{
+	/* The owning fs pointer sits right after the data, for release. */
+	struct extent_buffer *eb = malloc(sizeof(*eb) + fs->nodesize + sizeof(struct tlog_fs *));
+
+	if (!eb)
+		return NULL;
+	eb->start = bytenr;
+	eb->len = fs->nodesize;
+	eb->refs = 1;
+	eb->dirty = false;
+	eb->stale = false;
+	eb->hash_next = NULL;
+	INIT_LIST_HEAD(&eb->lru);
+	INIT_LIST_HEAD(&eb->dirty_list);
+	memcpy(eb->data + eb->len, &fs, sizeof(fs));
+	return eb;
+}
+
+/* Read one copy of a tree block and verify it. */
+static int read_tree_block_copy(struct tlog_fs *fs, u64 physical, u64 bytenr, u8 *buf)
+{
+	int ret = tlog_bdev_read(fs->bdev, buf, fs->nodesize, physical);
+
+	if (ret)
+		return ret;
+	return btrfs_check_tree_block(fs, buf, bytenr);
+}
+
+static int load_tree_block(struct tlog_fs *fs, u64 bytenr, struct extent_buffer **ret)
+{
+	u64 physical[TLOG_MAX_STRIPES];
+	struct extent_buffer *eb;
+	int copies, err = -EIO;
+
+	if (!IS_ALIGNED(bytenr, fs->sectorsize) || bytenr == 0)
+		return tlog_error(-EUCLEAN, "tree block address %llu is not aligned",
+				  (unsigned long long)bytenr);
+	copies = btrfs_map_block(fs, bytenr, fs->nodesize, physical, TLOG_MAX_STRIPES);
+	if (copies < 0)
+		return copies;
+
+	eb = alloc_extent_buffer(fs, bytenr);
+	if (!eb)
+		return -ENOMEM;
+
+	/* DUP keeps two copies: a bad first copy is not the end. */
+	for (int i = 0; i < copies; i++) {
+		err = read_tree_block_copy(fs, physical[i], bytenr, eb->data);
+		if (!err)
+			break;
+	}
+	if (err) {
+		free(eb);
+		return err;
+	}
+	eb_cache_insert(&fs->cache, eb);
+	*ret = eb;
+	return 0;
+}
+
+/* ---- prefetching ---- */
+
+/* Reads are merged across gaps up to this size, and capped at the second. */
+#define PREFETCH_MAX_GAP	(128U << 10)
+#define PREFETCH_MAX_READ	(4U << 20)
+#define PREFETCH_MAX_BLOCKS	1024
+/* Blocks in one scatter read: with the gaps, within IOV_MAX (1024). */
+#define PREFETCH_RUN_BLOCKS	512
+
+struct prefetch_block {
+	u64 physical;
+	u64 bytenr;
+};
+
+static int cmp_prefetch_block(const void *a, const void *b)
+{
+	const struct prefetch_block *x = a, *y = b;
+
+	return x->physical < y->physical ? -1 : x->physical > y->physical;
+}
+
+/*
+ * Read one run of blocks straight into new buffers (the gaps between them
+ * into @gap), verify each, and cache the good ones unreferenced.
+ */
+static void prefetch_run_read(struct tlog_fs *fs, const struct prefetch_block *blocks,
+			      int nr, u8 *gap)
+{
+	struct extent_buffer *ebs[PREFETCH_RUN_BLOCKS];
+	struct iovec iov[2 * PREFETCH_RUN_BLOCKS];
+	u64 pos = blocks[0].physical;
+	int niov = 0, i;
+	bool ok;
+
+	for (i = 0; i < nr; i++) {
+		ebs[i] = alloc_extent_buffer(fs, blocks[i].bytenr);
+		if (!ebs[i])
+			break;
+		if (blocks[i].physical > pos) {
+			iov[niov].iov_base = gap;
+			iov[niov++].iov_len = blocks[i].physical - pos;
+		}
+		iov[niov].iov_base = ebs[i]->data;
+		iov[niov++].iov_len = fs->nodesize;
+		pos = blocks[i].physical + fs->nodesize;
+	}
+	nr = i;
+	ok = niov > 0 && tlog_bdev_readv(fs->bdev, iov, niov, blocks[0].physical) == 0;
+	for (i = 0; i < nr; i++) {
+		/* a bad block is left for the real read to report */
+		if (!ok || eb_cache_lookup(&fs->cache, ebs[i]->start) ||
+		    btrfs_check_tree_block(fs, ebs[i]->data, ebs[i]->start)) {
+			free(ebs[i]);
+			continue;
+		}
+		ebs[i]->refs = 0;
+		eb_cache_insert(&fs->cache, ebs[i]);
+		list_add_tail(&ebs[i]->lru, &fs->cache.lru);
+	}
+}
+
+/*
+ * The run of blocks read together from @first: physically close enough to
+ * read across the gaps, and not too large.  Returns its physical end and
+ * the first block after it in *@last.
+ */
+static u64 prefetch_run(const struct tlog_fs *fs, const struct prefetch_block *blocks,
+			int nr, int first, int *last)
+{
+	u64 start = blocks[first].physical, end = start + fs->nodesize;
+	int i = first + 1;
+
+	while (i < nr && i - first < PREFETCH_RUN_BLOCKS && blocks[i].physical >= end &&
+	       blocks[i].physical - end <= PREFETCH_MAX_GAP &&
+	       blocks[i].physical + fs->nodesize - start <= PREFETCH_MAX_READ) {
+		end = blocks[i].physical + fs->nodesize;
+		i++;
+	}
+	*last = i;
+	return end;
+}
+
+void btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *node, int slot,
+			     const struct btrfs_key *max, bool wait)
+{
+	u32 nritems = btrfs_header_nritems_eb(node);
+	struct prefetch_block blocks[PREFETCH_MAX_BLOCKS];
+	struct tlog_errsave saved;
+	u8 *gap = NULL;
+	int nr = 0;
+
+	tlog_error_save(&saved);
+	for (u32 i = slot; i < nritems && nr < PREFETCH_MAX_BLOCKS; i++) {
+		u64 bytenr = btrfs_node_blockptr(node, i), phys;
+		struct btrfs_key key;
+
+		/* children starting past @max cannot hold what the walk wants */
+		btrfs_node_key_to_cpu(node, &key, i);
+		if (max && btrfs_comp_cpu_keys(&key, max) > 0)
+			break;
+
+		if (eb_cache_lookup(&fs->cache, bytenr))
+			continue;
+		if (btrfs_map_block(fs, bytenr, fs->nodesize, &phys, 1) != 1)
+			continue;
+		blocks[nr].physical = phys;
+		blocks[nr].bytenr = bytenr;
+		nr++;
+	}
+	qsort(blocks, nr, sizeof(blocks[0]), cmp_prefetch_block);
+
+	/* Ask for every run at once, so the device works on them in parallel. */
+	for (int first = 0, last; first < nr; first = last) {
+		u64 end = prefetch_run(fs, blocks, nr, first, &last);
+
+		tlog_bdev_readahead(fs->bdev, blocks[first].physical, end - blocks[first].physical);
+	}
+	if (!wait)
+		nr = 0;
+	for (int first = 0, last; first < nr; first = last) {
+		prefetch_run(fs, blocks, nr, first, &last);
+		if (!gap)
+			gap = malloc(PREFETCH_MAX_GAP);
+		if (!gap)
+			break;
+		prefetch_run_read(fs, blocks + first, last - first, gap);
+	}
+	free(gap);
+	eb_cache_shrink(&fs->cache);
+	/* failures here are not the caller's: the real reads report them */
+	tlog_error_restore(&saved);
+}
+
+void btrfs_forget_tree_block(struct tlog_fs *fs, u64 bytenr)
+{
+	struct extent_buffer *eb = eb_cache_lookup(&fs->cache, bytenr);
+
+	if (!eb)
+		return;
+	btrfs_clear_buffer_dirty(fs, eb);
+	eb_cache_unhash(&fs->cache, eb);
+	fs->cache.nr_cached--;
+	if (eb->refs == 0) {
+		list_del_init(&eb->lru);
+		free(eb);
+	} else {
+		/* someone still looks at it: free it with the last reference */
+		eb->stale = true;
+	}
+}
+
+struct extent_buffer *btrfs_new_tree_block(struct tlog_fs *fs, u64 bytenr)
+{
+	struct extent_buffer *eb;
+
+	btrfs_forget_tree_block(fs, bytenr);
+	eb = alloc_extent_buffer(fs, bytenr);
+	if (!eb)
+		return NULL;
+	memset(eb->data, 0, eb->len);
+	eb_cache_insert(&fs->cache, eb);
+	btrfs_mark_buffer_dirty(fs, eb);
+	return eb;
+}
+
+void btrfs_mark_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb)
+{
+	if (eb->dirty)
+		return;
+	eb->dirty = true;
+	extent_buffer_get(eb);
+	list_add_tail(&eb->dirty_list, &fs->dirty_blocks);
+}
+
+void btrfs_clear_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb)
+{
+	(void)fs;
+	if (!eb->dirty)
+		return;
+	eb->dirty = false;
+	list_del_init(&eb->dirty_list);
+	free_extent_buffer(eb);
+}
+
+const struct extent_buffer *btrfs_find_cached_block(struct tlog_fs *fs, u64 bytenr)
+{
+	return eb_cache_lookup(&fs->cache, bytenr);
+}
+
+int read_tree_block(struct tlog_fs *fs, u64 bytenr, int level, u64 generation,
+		    struct extent_buffer **ret)
+{
+	struct extent_buffer *eb = eb_cache_lookup(&fs->cache, bytenr);
+	const struct btrfs_header *h;
+	int err;
+
+	if (eb) {
+		fs->cache.hits++;
+		if (eb->refs++ == 0)
+			list_del_init(&eb->lru);
+	} else {
+		fs->cache.misses++;
+		err = load_tree_block(fs, bytenr, &eb);
+		if (err)
+			return err;
+	}
+
+	h = eb_header(eb);
+	if (level >= 0 && btrfs_header_level(h) != level) {
+		free_extent_buffer(eb);
+		return tlog_error(-EUCLEAN, "tree block %llu has level %u, expected %d",
+				  (unsigned long long)bytenr, btrfs_header_level(h), level);
+	}
+	if (generation && btrfs_header_generation(h) != generation) {
+		free_extent_buffer(eb);
+		return tlog_error(-EUCLEAN,
+				  "parent transid verify failed on %llu: wanted %llu, found %llu",
+				  (unsigned long long)bytenr, (unsigned long long)generation,
+				  (unsigned long long)btrfs_header_generation(h));
+	}
+	*ret = eb;
+	return 0;
+}
