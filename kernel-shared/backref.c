@@ -27,6 +27,7 @@
 #include "csum.h"
 #include "errctx.h"
 #include "transaction.h"
+#include "tree-checker.h"
 
 /* Key of the extent item of a data extent. */
 static struct btrfs_key data_extent_key(u64 bytenr, u64 len)
@@ -337,23 +338,25 @@ static int change_child_refs(struct tlog_trans *trans, struct btrfs_root *root,
 			r.type = full ? BTRFS_SHARED_BLOCK_REF_KEY : BTRFS_TREE_BLOCK_REF_KEY;
 			r.parent_or_root = full ? eb->start : root->root_key.objectid;
 		} else {
-			const struct btrfs_file_extent_item *fi;
+			struct tlog_file_extent fe;
 			struct btrfs_key key;
 
+			/*
+			 * Every extent the block points to is counted, whatever
+			 * else is wrong with its item: judging is for readers.
+			 */
 			btrfs_item_key_to_cpu(eb, &key, i);
 			if (key.type != BTRFS_EXTENT_DATA_KEY ||
-			    btrfs_item_size(eb, i) < sizeof(*fi))
+			    btrfs_parse_file_extent(btrfs_item_ptr(eb, i), btrfs_item_size(eb, i),
+						    key.offset, &fe) ||
+			    fe.type == BTRFS_FILE_EXTENT_INLINE || !fe.disk_bytenr)
 				continue;
-			fi = btrfs_item_ptr(eb, i);
-			if (btrfs_file_extent_item_type(fi) == BTRFS_FILE_EXTENT_INLINE ||
-			    !btrfs_file_extent_item_disk_bytenr(fi))
-				continue;
-			bytenr = btrfs_file_extent_item_disk_bytenr(fi);
-			ekey = data_extent_key(bytenr, btrfs_file_extent_item_disk_num_bytes(fi));
+			bytenr = fe.disk_bytenr;
+			ekey = data_extent_key(bytenr, fe.disk_num_bytes);
 			r.type = full ? BTRFS_SHARED_DATA_REF_KEY : BTRFS_EXTENT_DATA_REF_KEY;
 			r.parent_or_root = full ? eb->start : root->root_key.objectid;
 			r.ino = key.objectid;
-			r.offset = key.offset - btrfs_file_extent_item_offset(fi);
+			r.offset = key.offset - fe.offset;
 		}
 		ret = add ? add_ref(trans, &ekey, bytenr, &r) : drop_ref(trans, &ekey, bytenr, &r);
 	}

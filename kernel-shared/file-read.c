@@ -396,7 +396,7 @@ static int read_inline(struct tlog_file *file, const struct tlog_file_extent *ex
 	c = get_cache(file);
 	if (!c)
 		return -ENOMEM;
-	/* decode_extent() bounds ram_bytes by the sector size: it fits */
+	/* file.c bounds an inline ram_bytes by the sector size: it fits */
 	c->valid = false;
 	ret = decompress(c, ext->compression, ext->inline_data, ext->inline_len, c->ram,
 			 ext->ram_bytes, file->fs->sectorsize, true);

@@ -21,6 +21,7 @@
 #include "print-tree.h"
 #include "errctx.h"
 #include "inode.h"
+#include "tree-checker.h"
 #include "volumes.h"
 
 /* Key types that only old filesystems have; format.h does not need them. */
@@ -807,69 +808,61 @@ static void print_orphan_item(struct item_ctx *c)
 
 static void print_file_extent(struct item_ctx *c)
 {
-	const struct btrfs_file_extent_item *fi = (const void *)c->ptr;
-	u8 type, comp;
+	struct tlog_file_extent fe;
+	bool whole;
 
+	/* shown as far as the item goes: a short one says so, and no more */
 	if (!item_fits(c, BTRFS_FILE_EXTENT_INLINE_DATA_START))
 		return;
-	type = btrfs_file_extent_item_type(fi);
-	comp = btrfs_file_extent_item_compression(fi);
+	whole = btrfs_parse_file_extent(c->ptr, c->size, c->key.offset, &fe) == 0;
 	if (c->out) {
 		fprintf(c->out, "\t\tgeneration %llu type %u (%s)\n",
-			(unsigned long long)btrfs_file_extent_item_generation(fi),
-			type, file_extent_type_name(type));
+			(unsigned long long)fe.generation, fe.type, file_extent_type_name(fe.type));
 	} else {
-		jadd_u64(c->data, "generation", btrfs_file_extent_item_generation(fi));
-		jadd_u64(c->data, "type", type);
-		jadd_str(c->data, "type_name", file_extent_type_name(type));
-		jadd_u64(c->data, "ram_bytes", btrfs_file_extent_item_ram_bytes(fi));
-		jadd_u64(c->data, "compression", comp);
-		jadd_str(c->data, "compression_name", compression_name(comp));
-		jadd_u64(c->data, "encryption", btrfs_file_extent_item_encryption(fi));
-		jadd_u64(c->data, "other_encoding", btrfs_file_extent_item_other_encoding(fi));
+		jadd_u64(c->data, "generation", fe.generation);
+		jadd_u64(c->data, "type", fe.type);
+		jadd_str(c->data, "type_name", file_extent_type_name(fe.type));
+		jadd_u64(c->data, "ram_bytes", fe.ram_bytes);
+		jadd_u64(c->data, "compression", fe.compression);
+		jadd_str(c->data, "compression_name", compression_name(fe.compression));
+		jadd_u64(c->data, "encryption", fe.encryption);
+		jadd_u64(c->data, "other_encoding", fe.other_encoding);
 	}
 
-	if (type == BTRFS_FILE_EXTENT_INLINE) {
-		int len = btrfs_file_extent_inline_len(c->size);
-
+	if (fe.type == BTRFS_FILE_EXTENT_INLINE) {
 		if (c->out)
 			fprintf(c->out,
-				"\t\tinline extent data size %d ram_bytes %llu compression %u (%s)\n",
-				len, (unsigned long long)btrfs_file_extent_item_ram_bytes(fi),
-				comp, compression_name(comp));
+				"\t\tinline extent data size %u ram_bytes %llu compression %u (%s)\n",
+				fe.inline_len, (unsigned long long)fe.ram_bytes,
+				fe.compression, compression_name(fe.compression));
 		else
-			jadd_u64(c->data, "inline_size", (u64)len);
+			jadd_u64(c->data, "inline_size", fe.inline_len);
 		return;
 	}
-	if (type != BTRFS_FILE_EXTENT_REG && type != BTRFS_FILE_EXTENT_PREALLOC)
+	if (fe.type != BTRFS_FILE_EXTENT_REG && fe.type != BTRFS_FILE_EXTENT_PREALLOC)
 		return;
-	if (!item_fits(c, sizeof(*fi)))
+	if (!whole && !item_fits(c, sizeof(struct btrfs_file_extent_item)))
 		return;
 	if (!c->out) {
-		jadd_u64(c->data, "disk_bytenr", btrfs_file_extent_item_disk_bytenr(fi));
-		jadd_u64(c->data, "disk_num_bytes", btrfs_file_extent_item_disk_num_bytes(fi));
-		jadd_u64(c->data, "offset", btrfs_file_extent_item_offset(fi));
-		jadd_u64(c->data, "num_bytes", btrfs_file_extent_item_num_bytes(fi));
+		jadd_u64(c->data, "disk_bytenr", fe.disk_bytenr);
+		jadd_u64(c->data, "disk_num_bytes", fe.disk_num_bytes);
+		jadd_u64(c->data, "offset", fe.offset);
+		jadd_u64(c->data, "num_bytes", fe.num_bytes);
 		return;
 	}
-	if (type == BTRFS_FILE_EXTENT_PREALLOC) {
+	if (fe.type == BTRFS_FILE_EXTENT_PREALLOC) {
 		fprintf(c->out, "\t\tprealloc data disk byte %llu nr %llu\n"
 			"\t\tprealloc data offset %llu nr %llu\n",
-			(unsigned long long)btrfs_file_extent_item_disk_bytenr(fi),
-			(unsigned long long)btrfs_file_extent_item_disk_num_bytes(fi),
-			(unsigned long long)btrfs_file_extent_item_offset(fi),
-			(unsigned long long)btrfs_file_extent_item_num_bytes(fi));
+			(unsigned long long)fe.disk_bytenr, (unsigned long long)fe.disk_num_bytes,
+			(unsigned long long)fe.offset, (unsigned long long)fe.num_bytes);
 		return;
 	}
 	fprintf(c->out, "\t\textent data disk byte %llu nr %llu\n"
 		"\t\textent data offset %llu nr %llu ram %llu\n"
 		"\t\textent compression %u (%s)\n",
-		(unsigned long long)btrfs_file_extent_item_disk_bytenr(fi),
-		(unsigned long long)btrfs_file_extent_item_disk_num_bytes(fi),
-		(unsigned long long)btrfs_file_extent_item_offset(fi),
-		(unsigned long long)btrfs_file_extent_item_num_bytes(fi),
-		(unsigned long long)btrfs_file_extent_item_ram_bytes(fi),
-		comp, compression_name(comp));
+		(unsigned long long)fe.disk_bytenr, (unsigned long long)fe.disk_num_bytes,
+		(unsigned long long)fe.offset, (unsigned long long)fe.num_bytes,
+		(unsigned long long)fe.ram_bytes, fe.compression, compression_name(fe.compression));
 }
 
 /* One checksum per data sector, starting at the key offset. */

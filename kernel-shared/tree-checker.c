@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "csum.h"
@@ -105,84 +106,21 @@ static int check_inode_item(const struct tlog_fs *fs, const struct extent_buffer
 	return 0;
 }
 
-/* Where the file extent at @slot ends in the file. */
-static u64 file_extent_end(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key)
-{
-	const struct btrfs_file_extent_item *fi = btrfs_item_ptr(leaf, slot);
-
-	if (btrfs_file_extent_item_type(fi) == BTRFS_FILE_EXTENT_INLINE)
-		return key->offset + btrfs_file_extent_item_ram_bytes(fi);
-	return key->offset + btrfs_file_extent_item_num_bytes(fi);
-}
-
-static int check_file_extent_aligned(const struct extent_buffer *leaf, int slot,
-				     const struct btrfs_key *key, u32 sectorsize)
-{
-	const struct btrfs_file_extent_item *fi = btrfs_item_ptr(leaf, slot);
-	static const char * const names[] = {
-		"ram_bytes", "disk_bytenr", "disk_num_bytes", "offset", "num_bytes",
-	};
-	const u64 values[] = {
-		btrfs_file_extent_item_ram_bytes(fi), btrfs_file_extent_item_disk_bytenr(fi),
-		btrfs_file_extent_item_disk_num_bytes(fi), btrfs_file_extent_item_offset(fi),
-		btrfs_file_extent_item_num_bytes(fi),
-	};
-
-	for (int i = 0; i < 5; i++)
-		if (values[i] % sectorsize)
-			return item_error(leaf, slot, key, "file extent", "%s %llu is not aligned to %u",
-					  names[i], (unsigned long long)values[i], sectorsize);
-	return 0;
-}
-
-/*
- * A file extent: at a sector-aligned file offset, past the end of the one
- * before it, of a known type and compression, unencrypted; an uncompressed
- * inline extent holds exactly ram_bytes, a regular one is a whole item of
- * aligned fields that does not overflow the file.
- */
+/* A file extent must not reach past the start of the one after it. */
 static int check_file_extent(const struct tlog_fs *fs, const struct extent_buffer *leaf,
 			     int slot, const struct btrfs_key *key, const struct btrfs_key *prev)
 {
-	const struct btrfs_file_extent_item *fi = btrfs_item_ptr(leaf, slot);
-	u32 size = btrfs_item_size(leaf, slot);
-	u8 type;
+	struct tlog_file_extent fe, before;
+	int ret = btrfs_decode_file_extent(fs, leaf, slot, key, &fe);
 
-	if (key->offset % fs->sectorsize)
-		return item_error(leaf, slot, key, "file extent", "unaligned file offset");
-	if (size < BTRFS_FILE_EXTENT_INLINE_DATA_START)
-		return item_error(leaf, slot, key, "file extent", "item size %u is too small", size);
-	type = btrfs_file_extent_item_type(fi);
-	if (type >= NR_FILE_EXTENT_TYPES)
-		return item_error(leaf, slot, key, "file extent", "invalid type %u", type);
-	if (btrfs_file_extent_item_compression(fi) >= NR_COMPRESS_TYPES)
-		return item_error(leaf, slot, key, "file extent", "invalid compression %u",
-				  btrfs_file_extent_item_compression(fi));
-	if (btrfs_file_extent_item_encryption(fi))
-		return item_error(leaf, slot, key, "file extent", "invalid encryption %u",
-				  btrfs_file_extent_item_encryption(fi));
-	if (type == BTRFS_FILE_EXTENT_INLINE) {
-		if (key->offset)
-			return item_error(leaf, slot, key, "file extent", "inline extent not at offset 0");
-		if (btrfs_file_extent_item_compression(fi) == BTRFS_COMPRESS_NONE &&
-		    size != BTRFS_FILE_EXTENT_INLINE_DATA_START + btrfs_file_extent_item_ram_bytes(fi))
-			return item_error(leaf, slot, key, "file extent",
-					  "uncompressed inline extent of %llu bytes in an item of %u",
-					  (unsigned long long)btrfs_file_extent_item_ram_bytes(fi), size);
-	} else {
-		if (size != sizeof(*fi))
-			return item_error(leaf, slot, key, "file extent", "item size %u, expected %zu",
-					  size, sizeof(*fi));
-		if (check_file_extent_aligned(leaf, slot, key, fs->sectorsize))
-			return -EUCLEAN;
-		if (key->offset + btrfs_file_extent_item_num_bytes(fi) < key->offset)
-			return item_error(leaf, slot, key, "file extent", "end overflows");
-	}
-	if (prev && prev->objectid == key->objectid && prev->type == BTRFS_EXTENT_DATA_KEY &&
-	    file_extent_end(leaf, slot - 1, prev) > key->offset)
+	if (ret || !prev || prev->objectid != key->objectid || prev->type != BTRFS_EXTENT_DATA_KEY)
+		return ret;
+	/* a malformed item before this one is its own finding */
+	if (btrfs_parse_file_extent(btrfs_item_ptr(leaf, slot - 1), btrfs_item_size(leaf, slot - 1),
+				    prev->offset, &before) == 0 && before.end > key->offset)
 		return item_error(leaf, slot, key, "file extent",
 				  "the extent before it ends at %llu, past this one's start",
-				  (unsigned long long)file_extent_end(leaf, slot - 1, prev));
+				  (unsigned long long)before.end);
 	return 0;
 }
 
@@ -268,4 +206,120 @@ int btrfs_check_item(const struct tlog_fs *fs, const struct extent_buffer *leaf,
 		return check_inode_ref(leaf, slot, key);
 	}
 	return 0;
+}
+
+/* ---- extents, references, checksums ---- */
+
+int btrfs_parse_file_extent(const void *ptr, u32 size, u64 key_offset,
+			    struct tlog_file_extent *ret)
+{
+	const struct btrfs_file_extent_item *fi = ptr;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->start = key_offset;
+	ret->end = key_offset;
+	ret->item_size = size;
+	if (size < BTRFS_FILE_EXTENT_INLINE_DATA_START)
+		return -EUCLEAN;
+	ret->generation = btrfs_file_extent_item_generation(fi);
+	ret->ram_bytes = btrfs_file_extent_item_ram_bytes(fi);
+	ret->compression = btrfs_file_extent_item_compression(fi);
+	ret->encryption = btrfs_file_extent_item_encryption(fi);
+	ret->other_encoding = btrfs_file_extent_item_other_encoding(fi);
+	ret->type = btrfs_file_extent_item_type(fi);
+	if (ret->type == BTRFS_FILE_EXTENT_INLINE) {
+		ret->inline_data = (const u8 *)fi + BTRFS_FILE_EXTENT_INLINE_DATA_START;
+		ret->inline_len = size - BTRFS_FILE_EXTENT_INLINE_DATA_START;
+		ret->end = key_offset + ret->ram_bytes;
+		return 0;
+	}
+	if (size < sizeof(*fi))
+		return -EUCLEAN;
+	ret->disk_bytenr = btrfs_file_extent_item_disk_bytenr(fi);
+	ret->disk_num_bytes = btrfs_file_extent_item_disk_num_bytes(fi);
+	ret->offset = btrfs_file_extent_item_offset(fi);
+	ret->num_bytes = btrfs_file_extent_item_num_bytes(fi);
+	ret->end = key_offset + ret->num_bytes;
+	return 0;
+}
+
+int btrfs_read_file_extent(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key,
+			   struct tlog_file_extent *ret)
+{
+	u32 size = btrfs_item_size(leaf, slot);
+
+	if (btrfs_parse_file_extent(btrfs_item_ptr(leaf, slot), size, key->offset, ret))
+		return item_error(leaf, slot, key, "file extent", "item size %u is too small", size);
+	return 0;
+}
+
+static int check_file_extent_aligned(const struct extent_buffer *leaf, int slot,
+				     const struct btrfs_key *key, const struct tlog_file_extent *fe,
+				     u32 sectorsize)
+{
+	static const char * const names[] = {
+		"ram_bytes", "disk_bytenr", "disk_num_bytes", "offset", "num_bytes",
+	};
+	const u64 values[] = {
+		fe->ram_bytes, fe->disk_bytenr, fe->disk_num_bytes, fe->offset, fe->num_bytes,
+	};
+
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+		if (values[i] % sectorsize)
+			return item_error(leaf, slot, key, "file extent",
+					  "%s %llu is not sector aligned (%u)", names[i],
+					  (unsigned long long)values[i], sectorsize);
+	return 0;
+}
+
+/*
+ * The kernel's rules: at a sector-aligned file offset, of a known type and
+ * compression, unencrypted; an uncompressed inline extent at offset 0
+ * holds exactly ram_bytes, a regular or prealloc one is a whole item of
+ * aligned fields that does not overflow the file.
+ */
+static int check_decoded_file_extent(const struct extent_buffer *leaf, int slot,
+				     const struct btrfs_key *key, const struct tlog_file_extent *fe,
+				     u32 sectorsize)
+{
+	if (key->offset % sectorsize)
+		return item_error(leaf, slot, key, "file extent", "unaligned file offset");
+	if (fe->type >= NR_FILE_EXTENT_TYPES)
+		return item_error(leaf, slot, key, "file extent", "invalid type %u", fe->type);
+	if (fe->compression >= NR_COMPRESS_TYPES)
+		return item_error(leaf, slot, key, "file extent", "unknown compression %u",
+				  fe->compression);
+	if (fe->encryption)
+		return item_error(leaf, slot, key, "file extent", "invalid encryption %u",
+				  fe->encryption);
+	if (fe->type == BTRFS_FILE_EXTENT_INLINE) {
+		if (key->offset)
+			return item_error(leaf, slot, key, "file extent", "inline extent not at offset 0");
+		if (fe->compression == BTRFS_COMPRESS_NONE && fe->inline_len != fe->ram_bytes)
+			return item_error(leaf, slot, key, "file extent",
+					  "uncompressed inline extent of %llu bytes in an item of %u",
+					  (unsigned long long)fe->ram_bytes, fe->item_size);
+		return 0;
+	}
+	if (fe->item_size != sizeof(struct btrfs_file_extent_item))
+		return item_error(leaf, slot, key, "file extent", "item size %u, expected %zu",
+				  fe->item_size, sizeof(struct btrfs_file_extent_item));
+	if (check_file_extent_aligned(leaf, slot, key, fe, sectorsize))
+		return -EUCLEAN;
+	if (fe->end < key->offset)
+		return item_error(leaf, slot, key, "file extent", "end overflows");
+	return 0;
+}
+
+int btrfs_decode_file_extent(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			     const struct btrfs_key *key, struct tlog_file_extent *ret)
+{
+	int err = btrfs_parse_file_extent(btrfs_item_ptr(leaf, slot), btrfs_item_size(leaf, slot),
+					  key->offset, ret);
+
+	/* a short regular item is reported by its size, below */
+	if (err && ret->item_size < BTRFS_FILE_EXTENT_INLINE_DATA_START)
+		return item_error(leaf, slot, key, "file extent", "item size %u is too small",
+				  ret->item_size);
+	return check_decoded_file_extent(leaf, slot, key, ret, fs->sectorsize);
 }
