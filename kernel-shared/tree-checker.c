@@ -323,3 +323,244 @@ int btrfs_decode_file_extent(const struct tlog_fs *fs, const struct extent_buffe
 				  ret->item_size);
 	return check_decoded_file_extent(leaf, slot, key, ret, fs->sectorsize);
 }
+
+#define EXTENT_FLAGS_KNOWN	(BTRFS_EXTENT_FLAG_DATA | BTRFS_EXTENT_FLAG_TREE_BLOCK |	\
+				 BTRFS_BLOCK_FLAG_FULL_BACKREF)
+
+int btrfs_parse_extent_item(const void *ptr, u32 size, const struct btrfs_key *key,
+			    struct tlog_extent_item *ret)
+{
+	const struct btrfs_extent_item *ei = ptr;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->ptr = ptr;
+	ret->size = size;
+	if (size < sizeof(*ei))
+		return -EUCLEAN;
+	ret->refs = btrfs_extent_item_refs(ei);
+	ret->generation = btrfs_extent_item_generation(ei);
+	ret->flags = btrfs_extent_item_flags(ei);
+	ret->refs_start = sizeof(*ei);
+	if (!(ret->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK))
+		return 0;
+	if (key->type == BTRFS_METADATA_ITEM_KEY) {
+		/* skinny: the level is the key's offset, there is no block info */
+		ret->level = key->offset > BTRFS_MAX_LEVEL ? BTRFS_MAX_LEVEL : (int)key->offset;
+		return 0;
+	}
+	if (size < sizeof(*ei) + sizeof(*ret->info))
+		return -EUCLEAN;
+	ret->info = (const void *)(ei + 1);
+	ret->level = btrfs_tree_block_info_level(ret->info);
+	ret->refs_start += sizeof(*ret->info);
+	return 0;
+}
+
+u32 btrfs_inline_ref_size(u8 type)
+{
+	switch (type) {
+	case BTRFS_TREE_BLOCK_REF_KEY:
+	case BTRFS_SHARED_BLOCK_REF_KEY:
+	case BTRFS_EXTENT_OWNER_REF_KEY:
+		return sizeof(struct btrfs_extent_inline_ref);
+	case BTRFS_SHARED_DATA_REF_KEY:
+		return sizeof(struct btrfs_extent_inline_ref) + sizeof(struct btrfs_shared_data_ref);
+	case BTRFS_EXTENT_DATA_REF_KEY:
+		/* the data ref stands where the offset would */
+		return offsetof(struct btrfs_extent_inline_ref, offset) +
+		       sizeof(struct btrfs_extent_data_ref);
+	}
+	return 0;
+}
+
+/* What an EXTENT_DATA_REF names, inline or keyed. */
+static void fill_data_ref(const struct btrfs_extent_data_ref *dref, struct tlog_extent_ref *ret)
+{
+	ret->root = btrfs_extent_data_ref_root(dref);
+	ret->objectid = btrfs_extent_data_ref_objectid(dref);
+	ret->file_offset = btrfs_extent_data_ref_offset(dref);
+	ret->count = btrfs_extent_data_ref_count(dref);
+	ret->offset = btrfs_extent_data_ref_hash(ret->root, ret->objectid, ret->file_offset);
+}
+
+int btrfs_next_inline_ref(const struct tlog_extent_item *ei, u32 *cur,
+			  struct tlog_extent_ref *ret)
+{
+	const struct btrfs_extent_inline_ref *iref = (const void *)(ei->ptr + *cur);
+
+	memset(ret, 0, sizeof(*ret));
+	ret->at = *cur;
+	if (*cur >= ei->size)
+		return 1;
+	ret->type = btrfs_extent_inline_ref_type(iref);
+	ret->len = btrfs_inline_ref_size(ret->type);
+	/* every inline reference is at least a type and an offset */
+	if (ei->size - *cur < sizeof(*iref) || !ret->len || ei->size - *cur < ret->len)
+		return -EUCLEAN;
+	ret->count = 1;
+	if (ret->type == BTRFS_EXTENT_DATA_REF_KEY) {
+		fill_data_ref((const void *)&iref->offset, ret);
+	} else {
+		ret->offset = btrfs_extent_inline_ref_offset(iref);
+		if (ret->type == BTRFS_SHARED_DATA_REF_KEY)
+			ret->count = btrfs_shared_data_ref_count((const void *)(iref + 1));
+	}
+	*cur += ret->len;
+	return 0;
+}
+
+static int check_extent_flags(const struct tlog_fs *fs, const struct extent_buffer *leaf,
+			      int slot, const struct btrfs_key *key,
+			      const struct tlog_extent_item *ei)
+{
+	bool data = ei->flags & BTRFS_EXTENT_FLAG_DATA;
+	bool tree = ei->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
+
+	if (ei->flags & ~EXTENT_FLAGS_KNOWN)
+		return item_error(leaf, slot, key, "extent", "unknown flags 0x%llx",
+				  (unsigned long long)ei->flags);
+	if (data == tree)
+		return item_error(leaf, slot, key, "extent", "flags 0x%llx name %s",
+				  (unsigned long long)ei->flags,
+				  data ? "both data and a tree block" : "neither data nor a tree block");
+	if (key->type == BTRFS_METADATA_ITEM_KEY && !tree)
+		return item_error(leaf, slot, key, "extent", "metadata item of a data extent");
+	if (data && (ei->flags & BTRFS_BLOCK_FLAG_FULL_BACKREF))
+		return item_error(leaf, slot, key, "extent", "full backref flag on data");
+	if (key->objectid % fs->sectorsize)
+		return item_error(leaf, slot, key, "extent", "unaligned bytenr");
+	if (key->type == BTRFS_EXTENT_ITEM_KEY && (!key->offset || key->offset % fs->sectorsize))
+		return item_error(leaf, slot, key, "extent", "length is not a whole number of sectors");
+	/* a skinny item's level was capped at BTRFS_MAX_LEVEL when read */
+	if (tree && ei->level >= BTRFS_MAX_LEVEL)
+		return item_error(leaf, slot, key, "extent", "tree block level %d", ei->level);
+	return 0;
+}
+
+/* A reference of the extent's kind, after the one before it in the kernel's order. */
+static int check_inline_ref(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key,
+			    const struct tlog_extent_item *ei, const struct tlog_extent_ref *ref,
+			    const struct tlog_extent_ref *last)
+{
+	bool data = ei->flags & BTRFS_EXTENT_FLAG_DATA;
+
+	if (ref->type != BTRFS_EXTENT_OWNER_REF_KEY && btrfs_is_data_ref(ref->type) != data)
+		return item_error(leaf, slot, key, "extent", "%s reference at byte %u of a %s extent",
+				  btrfs_is_data_ref(ref->type) ? "data" : "tree block", ref->at,
+				  data ? "data" : "tree block");
+	/* types ascend; within a type, offsets (hashes of data refs) descend */
+	if (last && (ref->type < last->type ||
+		     (ref->type == last->type && ref->offset > last->offset)))
+		return item_error(leaf, slot, key, "extent", "inline reference at byte %u out of order",
+				  ref->at);
+	return 0;
+}
+
+static int check_inline_refs(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key,
+			     const struct tlog_extent_item *ei)
+{
+	struct tlog_extent_ref ref, last;
+	u64 counted = 0;
+	u32 cur;
+	int ret;
+
+	btrfs_for_each_inline_ref(ei, &cur, &ref, ret) {
+		if (check_inline_ref(leaf, slot, key, ei, &ref, ref.at > ei->refs_start ? &last : NULL))
+			return -EUCLEAN;
+		counted += ref.count;
+		last = ref;
+	}
+	if (ret < 0 && !ref.len && ei->size - ref.at >= sizeof(struct btrfs_extent_inline_ref))
+		return item_error(leaf, slot, key, "extent", "unknown inline reference type %u at byte %u",
+				  ref.type, ref.at);
+	if (ret < 0)
+		return item_error(leaf, slot, key, "extent", "inline reference at byte %u is cut off",
+				  ref.at);
+	if (counted > ei->refs)
+		return item_error(leaf, slot, key, "extent", "inline references count %llu, refs %llu",
+				  (unsigned long long)counted, (unsigned long long)ei->refs);
+	return 0;
+}
+
+int btrfs_decode_extent_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			     const struct btrfs_key *key, struct tlog_extent_item *ret)
+{
+	u32 size = btrfs_item_size(leaf, slot);
+
+	if (btrfs_parse_extent_item(btrfs_item_ptr(leaf, slot), size, key, ret))
+		return item_error(leaf, slot, key, "extent", "item size %u is too small", size);
+	if (check_extent_flags(fs, leaf, slot, key, ret))
+		return -EUCLEAN;
+	return check_inline_refs(leaf, slot, key, ret);
+}
+
+/* Bytes the keyed back reference of @type holds; -1 for no such type. */
+static int keyed_ref_size(u8 type)
+{
+	switch (type) {
+	case BTRFS_TREE_BLOCK_REF_KEY:
+	case BTRFS_SHARED_BLOCK_REF_KEY:
+		return 0;
+	case BTRFS_EXTENT_DATA_REF_KEY:
+		return sizeof(struct btrfs_extent_data_ref);
+	case BTRFS_SHARED_DATA_REF_KEY:
+		return sizeof(struct btrfs_shared_data_ref);
+	}
+	return -1;
+}
+
+int btrfs_parse_keyed_ref(const void *ptr, u32 size, const struct btrfs_key *key,
+			  struct tlog_extent_ref *ret)
+{
+	int want = keyed_ref_size(key->type);
+
+	memset(ret, 0, sizeof(*ret));
+	ret->type = key->type;
+	ret->offset = key->offset;
+	ret->count = 1;
+	if (want < 0 || size < (u32)want)
+		return -EUCLEAN;
+	if (key->type == BTRFS_EXTENT_DATA_REF_KEY)
+		fill_data_ref(ptr, ret);
+	else if (key->type == BTRFS_SHARED_DATA_REF_KEY)
+		ret->count = btrfs_shared_data_ref_count(ptr);
+	return 0;
+}
+
+int btrfs_decode_keyed_ref(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key,
+			   struct tlog_extent_ref *ret)
+{
+	u32 size = btrfs_item_size(leaf, slot);
+	int want = keyed_ref_size(key->type);
+
+	if (want < 0)
+		return item_error(leaf, slot, key, "extent ref", "not a back reference");
+	if (size != (u32)want)
+		return item_error(leaf, slot, key, "extent ref", "item size %u, expected %d", size, want);
+	btrfs_parse_keyed_ref(btrfs_item_ptr(leaf, slot), size, key, ret);
+	if (key->type == BTRFS_EXTENT_DATA_REF_KEY && ret->offset != key->offset)
+		return item_error(leaf, slot, key, "extent ref", "key offset is not the hash of the ref");
+	return 0;
+}
+
+int btrfs_decode_csum_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			   const struct btrfs_key *key, struct tlog_csum_item *ret)
+{
+	u32 size = btrfs_item_size(leaf, slot);
+
+	memset(ret, 0, sizeof(*ret));
+	if (key->objectid != BTRFS_EXTENT_CSUM_OBJECTID || key->type != BTRFS_EXTENT_CSUM_KEY)
+		return item_error(leaf, slot, key, "csum", "invalid key");
+	if (key->offset % fs->sectorsize)
+		return item_error(leaf, slot, key, "csum", "unaligned bytenr");
+	if (size % fs->csum_size)
+		return item_error(leaf, slot, key, "csum", "item size %u is not a multiple of %u",
+				  size, (unsigned)fs->csum_size);
+	ret->start = key->offset;
+	ret->end = key->offset + (u64)(size / fs->csum_size) * fs->sectorsize;
+	if (ret->end < ret->start)
+		return item_error(leaf, slot, key, "csum", "end overflows");
+	ret->csums = btrfs_item_ptr(leaf, slot);
+	ret->size = size;
+	return 0;
+}
