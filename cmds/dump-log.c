@@ -23,6 +23,7 @@
 #include "messages.h"
 #include "open.h"
 #include "print-tree.h"
+#include "tree-checker.h"
 
 static const char * const dump_log_usage[] = {
 	"tlogctl dump-log [--format json] IMAGE",
@@ -253,40 +254,35 @@ static int decode_dir_entries(struct log_ctx *ctx, const struct extent_buffer *l
 static int decode_file_extent(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
 			      const struct btrfs_key *key)
 {
-	const struct btrfs_file_extent_item *fe = btrfs_item_ptr(leaf, slot);
-	u32 size = btrfs_item_size(leaf, slot);
+	struct tlog_file_extent fe;
 	json_object *o;
-	u8 type;
 
-	if (size < BTRFS_FILE_EXTENT_INLINE_DATA_START)
-		return -EUCLEAN;
-	type = btrfs_file_extent_item_type(fe);
-	if (type != BTRFS_FILE_EXTENT_INLINE && size < sizeof(*fe))
+	/* shown as it is: replay is where a bad item is judged */
+	if (btrfs_parse_file_extent(btrfs_item_ptr(leaf, slot), btrfs_item_size(leaf, slot),
+				    key->offset, &fe))
 		return -EUCLEAN;
 	o = json_object_new_object();
 	json_add_u64(o, "file_offset", key->offset);
-	if (type == BTRFS_FILE_EXTENT_INLINE) {
-		json_add_u64(o, "length", btrfs_file_extent_item_ram_bytes(fe));
+	if (fe.type == BTRFS_FILE_EXTENT_INLINE) {
+		json_add_u64(o, "length", fe.ram_bytes);
 		json_add_str(o, "type", "inline");
-		json_add_u64(o, "inline_size", (u64)btrfs_file_extent_inline_len(size));
-	} else if (type == BTRFS_FILE_EXTENT_REG || type == BTRFS_FILE_EXTENT_PREALLOC) {
-		u64 disk_bytenr = btrfs_file_extent_item_disk_bytenr(fe);
-
-		json_add_u64(o, "length", btrfs_file_extent_item_num_bytes(fe));
-		json_add_str(o, "type", disk_bytenr == 0 ? "hole" :
-			     type == BTRFS_FILE_EXTENT_REG ? "regular" : "prealloc");
-		json_add_u64(o, "disk_bytenr", disk_bytenr);
-		json_add_u64(o, "disk_num_bytes", btrfs_file_extent_item_disk_num_bytes(fe));
-		json_add_u64(o, "extent_offset", btrfs_file_extent_item_offset(fe));
+		json_add_u64(o, "inline_size", fe.inline_len);
+	} else if (fe.type == BTRFS_FILE_EXTENT_REG || fe.type == BTRFS_FILE_EXTENT_PREALLOC) {
+		json_add_u64(o, "length", fe.num_bytes);
+		json_add_str(o, "type", fe.disk_bytenr == 0 ? "hole" :
+			     fe.type == BTRFS_FILE_EXTENT_REG ? "regular" : "prealloc");
+		json_add_u64(o, "disk_bytenr", fe.disk_bytenr);
+		json_add_u64(o, "disk_num_bytes", fe.disk_num_bytes);
+		json_add_u64(o, "extent_offset", fe.offset);
 	} else {
 		/* replay aborts on such an item; show it rather than fail here */
 		json_add_u64(o, "length", 0);
 		json_add_str(o, "type", "unknown");
-		json_add_u64(o, "type_value", type);
+		json_add_u64(o, "type_value", fe.type);
 	}
-	json_add_u64(o, "ram_bytes", btrfs_file_extent_item_ram_bytes(fe));
-	json_add_str(o, "compression", compression_name(btrfs_file_extent_item_compression(fe)));
-	json_add_u64(o, "generation", btrfs_file_extent_item_generation(fe));
+	json_add_u64(o, "ram_bytes", fe.ram_bytes);
+	json_add_str(o, "compression", compression_name(fe.compression));
+	json_add_u64(o, "generation", fe.generation);
 	add_fact(ctx, "extents", o);
 	return 0;
 }

@@ -29,37 +29,12 @@
 #include "errctx.h"
 #include "root-tree.h"
 #include "transaction.h"
+#include "tree-checker.h"
 
 /* Key of the extent item of a data extent. */
 static struct btrfs_key data_extent_key(u64 bytenr, u64 len)
 {
 	return (struct btrfs_key){ bytenr, BTRFS_EXTENT_ITEM_KEY, len };
-}
-
-/* Start of the inline references in an extent item. */
-static u32 inline_start(const struct tlog_fs *fs, const struct btrfs_key *key, u64 flags)
-{
-	u32 off = sizeof(struct btrfs_extent_item);
-
-	if ((flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && key->type == BTRFS_EXTENT_ITEM_KEY)
-		off += sizeof(struct btrfs_tree_block_info);
-	(void)fs;
-	return off;
-}
-
-static u32 inline_ref_size(u8 type)
-{
-	switch (type) {
-	case BTRFS_EXTENT_DATA_REF_KEY:
-		return 1 + sizeof(struct btrfs_extent_data_ref);
-	case BTRFS_SHARED_DATA_REF_KEY:
-		return 1 + 8 + sizeof(struct btrfs_shared_data_ref);
-	case BTRFS_TREE_BLOCK_REF_KEY:
-	case BTRFS_SHARED_BLOCK_REF_KEY:
-	case BTRFS_EXTENT_OWNER_REF_KEY:
-		return 1 + 8;
-	}
-	return 0;
 }
 
 /* What a reference is: its type and, for data refs, whom it names. */
@@ -76,39 +51,35 @@ static bool data_ref_matches(const struct btrfs_extent_data_ref *dref, const str
 	       btrfs_extent_data_ref_offset(dref) == r->offset;
 }
 
+static bool inline_ref_matches(const struct tlog_extent_ref *ref, const struct ref_desc *r)
+{
+	if (ref->type != r->type)
+		return false;
+	if (ref->type == BTRFS_EXTENT_DATA_REF_KEY)
+		return ref->root == r->parent_or_root && ref->objectid == r->ino &&
+		       ref->file_offset == r->offset;
+	return ref->offset == r->parent_or_root;
+}
+
 /*
  * Find @r inline in the extent item at the path: its offset in the item,
- * or 0 when absent.
+ * or 0 when absent.  Writers change the extent tree whatever its state:
+ * the walk judges nothing and ends at a reference it cannot read.
  */
-static u32 find_inline_ref(const struct tlog_fs *fs, const struct btrfs_path *path,
-			   const struct btrfs_key *key, const struct ref_desc *r)
+static u32 find_inline_ref(const struct btrfs_path *path, const struct btrfs_key *key,
+			   const struct ref_desc *r)
 {
-	const u8 *p = btrfs_item_ptr(path->nodes[0], path->slots[0]);
-	u32 size = btrfs_item_size(path->nodes[0], path->slots[0]);
-	const struct btrfs_extent_item *ei = (const void *)p;
-	u32 cur = inline_start(fs, key, btrfs_extent_item_flags(ei));
+	struct tlog_extent_item ei;
+	struct tlog_extent_ref ref;
+	u32 cur;
+	int ret;
 
-	while (cur < size) {
-		u8 type = p[cur];
-		u32 len = inline_ref_size(type);
-
-		if (!len || len > size - cur)
-			return 0;
-		if (type == r->type) {
-			if (type == BTRFS_EXTENT_DATA_REF_KEY) {
-				if (data_ref_matches((const void *)(p + cur + 1), r))
-					return cur;
-			} else {
-				/* the u64 after the type byte is not aligned: copy it */
-				__le64 v;
-
-				memcpy(&v, p + cur + 1, sizeof(v));
-				if (le64toh(v) == r->parent_or_root)
-					return cur;
-			}
-		}
-		cur += len;
-	}
+	if (btrfs_parse_extent_item(btrfs_item_ptr(path->nodes[0], path->slots[0]),
+				    btrfs_item_size(path->nodes[0], path->slots[0]), key, &ei))
+		return 0;
+	btrfs_for_each_inline_ref(&ei, &cur, &ref, ret)
+		if (inline_ref_matches(&ref, r))
+			return ref.at;
 	return 0;
 }
 
@@ -127,7 +98,6 @@ static int adjust_extent_item(struct tlog_trans *trans, struct btrfs_root *eroot
 			      const struct btrfs_key *ekey, int delta, u64 set_flags,
 			      const struct ref_desc *inline_r, int count_delta, bool *found)
 {
-	struct tlog_fs *fs = trans->fs;
 	struct btrfs_path path;
 	int ret;
 
@@ -140,7 +110,7 @@ static int adjust_extent_item(struct tlog_trans *trans, struct btrfs_root *eroot
 	if (ret == 0) {
 		u8 *p = btrfs_item_ptr(path.nodes[0], path.slots[0]);
 		struct btrfs_extent_item *ei = (void *)p;
-		u32 at = inline_r ? find_inline_ref(fs, &path, ekey, inline_r) : 0;
+		u32 at = inline_r ? find_inline_ref(&path, ekey, inline_r) : 0;
 
 		btrfs_set_extent_item_refs(ei, btrfs_extent_item_refs(ei) + delta);
 		btrfs_set_extent_item_flags(ei, btrfs_extent_item_flags(ei) | set_flags);
@@ -225,7 +195,7 @@ static int remove_inline_ref(struct tlog_trans *trans, struct btrfs_path *path, 
 {
 	u8 *p = btrfs_item_ptr(path->nodes[0], path->slots[0]);
 	u32 size = btrfs_item_size(path->nodes[0], path->slots[0]);
-	u32 len = inline_ref_size(p[at]);
+	u32 len = btrfs_inline_ref_size(p[at]);
 
 	memmove(p + at, p + at + len, size - at - len);
 	return btrfs_truncate_item(trans, path, size - len, true);
@@ -238,7 +208,6 @@ static int remove_inline_ref(struct tlog_trans *trans, struct btrfs_path *path, 
 static int drop_ref_ext(struct tlog_trans *trans, const struct btrfs_key *ekey, u64 bytenr,
 			const struct ref_desc *r, bool allow_last)
 {
-	struct tlog_fs *fs = trans->fs;
 	struct btrfs_key rkey = keyed_ref_key(bytenr, r);
 	struct btrfs_root *eroot;
 	struct btrfs_path path;
@@ -254,7 +223,7 @@ static int drop_ref_ext(struct tlog_trans *trans, const struct btrfs_key *ekey, 
 	if (ret == 0) {
 		u8 *p = btrfs_item_ptr(path.nodes[0], path.slots[0]);
 		struct btrfs_extent_item *ei = (void *)p;
-		u32 at = find_inline_ref(fs, &path, ekey, r);
+		u32 at = find_inline_ref(&path, ekey, r);
 
 		if (btrfs_extent_item_refs(ei) < 1 ||
 		    (btrfs_extent_item_refs(ei) == 1 && !allow_last)) {
@@ -339,23 +308,25 @@ static int change_child_refs(struct tlog_trans *trans, struct btrfs_root *root,
 			r.type = full ? BTRFS_SHARED_BLOCK_REF_KEY : BTRFS_TREE_BLOCK_REF_KEY;
 			r.parent_or_root = full ? eb->start : root->root_key.objectid;
 		} else {
-			const struct btrfs_file_extent_item *fi;
+			struct tlog_file_extent fe;
 			struct btrfs_key key;
 
+			/*
+			 * Every extent the block points to is counted, whatever
+			 * else is wrong with its item: judging is for readers.
+			 */
 			btrfs_item_key_to_cpu(eb, &key, i);
 			if (key.type != BTRFS_EXTENT_DATA_KEY ||
-			    btrfs_item_size(eb, i) < sizeof(*fi))
+			    btrfs_parse_file_extent(btrfs_item_ptr(eb, i), btrfs_item_size(eb, i),
+						    key.offset, &fe) ||
+			    fe.type == BTRFS_FILE_EXTENT_INLINE || !fe.disk_bytenr)
 				continue;
-			fi = btrfs_item_ptr(eb, i);
-			if (btrfs_file_extent_item_type(fi) == BTRFS_FILE_EXTENT_INLINE ||
-			    !btrfs_file_extent_item_disk_bytenr(fi))
-				continue;
-			bytenr = btrfs_file_extent_item_disk_bytenr(fi);
-			ekey = data_extent_key(bytenr, btrfs_file_extent_item_disk_num_bytes(fi));
+			bytenr = fe.disk_bytenr;
+			ekey = data_extent_key(bytenr, fe.disk_num_bytes);
 			r.type = full ? BTRFS_SHARED_DATA_REF_KEY : BTRFS_EXTENT_DATA_REF_KEY;
 			r.parent_or_root = full ? eb->start : root->root_key.objectid;
 			r.ino = key.objectid;
-			r.offset = key.offset - btrfs_file_extent_item_offset(fi);
+			r.offset = key.offset - fe.offset;
 		}
 		ret = add ? add_ref(trans, &ekey, bytenr, &r) : drop_ref(trans, &ekey, bytenr, &r);
 	}
@@ -397,10 +368,11 @@ int btrfs_update_ref_for_cow(struct tlog_trans *trans, struct btrfs_root *root,
 		ret = tlog_error(-EUCLEAN, "tree block %llu has no extent item",
 				 (unsigned long long)buf->start);
 	if (ret == 0) {
-		const struct btrfs_extent_item *ei = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+		struct tlog_extent_item ei;
 
-		refs = btrfs_extent_item_refs(ei);
-		flags = btrfs_extent_item_flags(ei);
+		ret = btrfs_decode_extent_item(trans->fs, path.nodes[0], path.slots[0], &ekey, &ei);
+		refs = ei.refs;
+		flags = ei.flags;
 	}
 	btrfs_release_path(&path);
 	if (ret)

@@ -17,6 +17,7 @@
 #include "file-item.h"
 #include "root-tree.h"
 #include "transaction.h"
+#include "tree-checker.h"
 
 #define DATA_ITEM_SIZE (sizeof(struct btrfs_extent_item) + 1 + \
 			sizeof(struct btrfs_extent_data_ref))
@@ -75,30 +76,39 @@ int btrfs_claim_logged_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len
 	return err ? err : tlog_trans_claim_space(trans, bytenr, len);
 }
 
-/* Whether the item at the path holds exactly the one reference given. */
-static bool only_this_ref(const struct extent_buffer *leaf, int slot, u64 root, u64 ino,
-			  u64 offset)
+/* The extent item at the path, read without judging; false if it is cut short. */
+static bool read_extent_item(const struct btrfs_path *path, struct tlog_extent_item *ei)
 {
-	const u8 *p = btrfs_item_ptr(leaf, slot);
-	const struct btrfs_extent_item *ei = (const void *)p;
-	const struct btrfs_extent_data_ref *dref = (const void *)(p + sizeof(*ei) + 1);
+	struct btrfs_key key;
 
-	return btrfs_item_size(leaf, slot) == DATA_ITEM_SIZE &&
-	       btrfs_extent_item_refs(ei) == 1 &&
-	       p[sizeof(*ei)] == BTRFS_EXTENT_DATA_REF_KEY &&
-	       btrfs_extent_data_ref_root(dref) == root &&
-	       btrfs_extent_data_ref_objectid(dref) == ino &&
-	       btrfs_extent_data_ref_offset(dref) == offset &&
-	       btrfs_extent_data_ref_count(dref) == 1;
+	btrfs_item_key_to_cpu(path->nodes[0], &key, path->slots[0]);
+	return btrfs_parse_extent_item(btrfs_item_ptr(path->nodes[0], path->slots[0]),
+				       btrfs_item_size(path->nodes[0], path->slots[0]), &key, ei) == 0;
+}
+
+/* Whether the item at the path holds exactly the one reference given. */
+static bool only_this_ref(const struct btrfs_path *path, u64 root, u64 ino, u64 offset)
+{
+	struct tlog_extent_item ei;
+	struct tlog_extent_ref ref;
+	u32 cur;
+
+	if (!read_extent_item(path, &ei) || ei.size != DATA_ITEM_SIZE || ei.refs != 1)
+		return false;
+	cur = ei.refs_start;
+	return btrfs_next_inline_ref(&ei, &cur, &ref) == 0 &&
+	       ref.type == BTRFS_EXTENT_DATA_REF_KEY && ref.root == root &&
+	       ref.objectid == ino && ref.file_offset == offset && ref.count == 1;
 }
 
 /* The refs count of the extent item at the path; false if the item is too small. */
 static bool item_refs(const struct btrfs_path *path, u64 *refs)
 {
-	if (btrfs_item_size(path->nodes[0], path->slots[0]) < sizeof(struct btrfs_extent_item))
+	struct tlog_extent_item ei;
+
+	if (!read_extent_item(path, &ei))
 		return false;
-	*refs = btrfs_extent_item_refs((const struct btrfs_extent_item *)
-				       btrfs_item_ptr(path->nodes[0], path->slots[0]));
+	*refs = ei.refs;
 	return true;
 }
 
@@ -147,8 +157,7 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 		ret = btrfs_drop_last_data_ref(trans, bytenr, len, root, ino, offset);
 		return ret ? ret : tlog_trans_defer_data_free(trans, bytenr, len);
 	}
-	if (ret == 0 && refs == 1 && !only_this_ref(path.nodes[0], path.slots[0], root, ino,
-						    offset)) {
+	if (ret == 0 && refs == 1 && !only_this_ref(&path, root, ino, offset)) {
 		/*
 		 * The last reference is a keyed one (a reflink outlived the
 		 * inline reference of the extent's first file): drop it, and
@@ -158,7 +167,7 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 		ret = btrfs_drop_last_data_ref(trans, bytenr, len, root, ino, offset);
 		return ret ? ret : btrfs_finish_data_free(trans, bytenr, len);
 	}
-	if (ret == 0 && !only_this_ref(path.nodes[0], path.slots[0], root, ino, offset))
+	if (ret == 0 && !only_this_ref(&path, root, ino, offset))
 		ret = tlog_error(-EUCLEAN, "data extent %llu: its only reference is not (%llu %llu %llu)",
 				 (unsigned long long)bytenr, (unsigned long long)root,
 				 (unsigned long long)ino, (unsigned long long)offset);

@@ -48,46 +48,27 @@ struct ref_count {
 	bool other;
 };
 
-static void count_data_ref(struct fiemap_ctx *ctx, const struct btrfs_extent_data_ref *dref,
+static void count_data_ref(struct fiemap_ctx *ctx, const struct tlog_extent_ref *ref,
 			   struct ref_count *rc)
 {
 	rc->refs++;
-	if (btrfs_extent_data_ref_objectid(dref) != ctx->file->ino ||
-	    btrfs_extent_data_ref_root(dref) != ctx->file->root->root_key.objectid)
+	if (ref->type == BTRFS_EXTENT_DATA_REF_KEY &&
+	    (ref->objectid != ctx->file->ino ||
+	     ref->root != ctx->file->root->root_key.objectid))
 		rc->other = true;
 }
 
-static int count_inline_refs(struct fiemap_ctx *ctx, const u8 *p, u32 size,
+static int count_inline_refs(struct fiemap_ctx *ctx, const struct tlog_extent_item *ei,
 			     struct ref_count *rc)
 {
-	u32 cur = sizeof(struct btrfs_extent_item);
+	struct tlog_extent_ref ref;
+	u32 cur;
+	int ret;
 
-	while (cur < size) {
-		u8 type = p[cur];
-
-		switch (type) {
-		case BTRFS_EXTENT_DATA_REF_KEY:
-			if (size - cur < 1 + sizeof(struct btrfs_extent_data_ref))
-				return -EUCLEAN;
-			count_data_ref(ctx, (const void *)(p + cur + 1), rc);
-			cur += 1 + sizeof(struct btrfs_extent_data_ref);
-			break;
-		case BTRFS_SHARED_DATA_REF_KEY:
-			if (size - cur < 1 + 8 + sizeof(struct btrfs_shared_data_ref))
-				return -EUCLEAN;
-			rc->refs++;
-			cur += 1 + 8 + sizeof(struct btrfs_shared_data_ref);
-			break;
-		case BTRFS_EXTENT_OWNER_REF_KEY:
-		case BTRFS_TREE_BLOCK_REF_KEY:
-		case BTRFS_SHARED_BLOCK_REF_KEY:
-			cur += 1 + 8;
-			break;
-		default:
-			return -EUCLEAN;
-		}
-	}
-	return 0;
+	btrfs_for_each_inline_ref(ei, &cur, &ref, ret)
+		if (btrfs_is_data_ref(ref.type))
+			count_data_ref(ctx, &ref, rc);
+	return ret < 0 ? ret : 0;
 }
 
 /* References of the data extent at @bytenr, inline and keyed. */
@@ -95,6 +76,7 @@ static int data_extent_refs(struct fiemap_ctx *ctx, u64 bytenr, u64 len, struct 
 {
 	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
 	struct btrfs_path *path = &ctx->extent_path;
+	struct tlog_extent_item ei;
 	int ret;
 
 	memset(rc, 0, sizeof(*rc));
@@ -102,25 +84,27 @@ static int data_extent_refs(struct fiemap_ctx *ctx, u64 bytenr, u64 len, struct 
 	if (ret)
 		return ret < 0 ? ret : tlog_error(-EUCLEAN, "data extent %llu has no extent item",
 						  (unsigned long long)bytenr);
-	ret = count_inline_refs(ctx, btrfs_item_ptr(path->nodes[0], path->slots[0]),
-				btrfs_item_size(path->nodes[0], path->slots[0]), rc);
+	ret = btrfs_decode_extent_item(ctx->file->fs, path->nodes[0], path->slots[0], &key, &ei);
+	if (!ret)
+		ret = count_inline_refs(ctx, &ei, rc);
 	if (ret)
-		return tlog_error(ret, "extent item %llu has malformed inline references",
-				  (unsigned long long)bytenr);
+		return ret;	/* the finding names the extent item */
 	/* keyed refs follow the extent item */
 	for (;;) {
+		struct tlog_extent_ref ref;
+
 		ret = btrfs_next_item(ctx->extent_root, path);
 		if (ret)
 			break;
 		btrfs_item_key_to_cpu(path->nodes[0], &key, path->slots[0]);
 		if (key.objectid != bytenr)
 			break;
-		if (key.type == BTRFS_EXTENT_DATA_REF_KEY &&
-		    btrfs_item_size(path->nodes[0], path->slots[0]) >=
-		    sizeof(struct btrfs_extent_data_ref))
-			count_data_ref(ctx, btrfs_item_ptr(path->nodes[0], path->slots[0]), rc);
-		else if (key.type == BTRFS_SHARED_DATA_REF_KEY)
-			rc->refs++;
+		if (!btrfs_is_data_ref(key.type))
+			continue;
+		ret = btrfs_decode_keyed_ref(path->nodes[0], path->slots[0], &key, &ref);
+		if (ret)
+			break;
+		count_data_ref(ctx, &ref, rc);
 	}
 	return ret < 0 ? ret : 0;
 }
@@ -129,17 +113,17 @@ static int data_extent_refs(struct fiemap_ctx *ctx, u64 bytenr, u64 len, struct 
 static int tree_block_shared(struct fiemap_ctx *ctx, u64 bytenr, int level, bool *shared)
 {
 	struct btrfs_key key = btrfs_tree_block_extent_key(ctx->file->fs, bytenr, level);
+	struct tlog_extent_item ei;
 	struct btrfs_path path;
 	int ret;
 
 	*shared = false;
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot(ctx->extent_root, &key, &path);
-	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) >=
-	    sizeof(struct btrfs_extent_item)) {
-		const struct btrfs_extent_item *ei = btrfs_item_ptr(path.nodes[0], path.slots[0]);
-
-		*shared = btrfs_extent_item_refs(ei) > 1;
+	if (ret == 0) {
+		ret = btrfs_decode_extent_item(ctx->file->fs, path.nodes[0], path.slots[0], &key,
+					       &ei);
+		*shared = ret == 0 && ei.refs > 1;
 	}
 	btrfs_release_path(&path);
 	return ret < 0 ? ret : 0;

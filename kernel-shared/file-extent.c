@@ -15,44 +15,28 @@
 
 #include "errctx.h"
 #include "file-extent.h"
+#include "tree-checker.h"
 
 struct found_extent {
 	struct btrfs_key key;
-	struct btrfs_file_extent_item fi;	/* only the inline header when inline */
-	u32 item_size;
-	u64 end;				/* file offset after it */
+	struct tlog_file_extent ext;
+	struct btrfs_file_extent_item fi;	/* the item as found, to write back cut */
 };
 
-static int decode_extent(const struct extent_buffer *leaf, int slot, u32 sectorsize,
+static int decode_extent(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
 			 struct found_extent *fe)
 {
-	u32 size = btrfs_item_size(leaf, slot);
-	const struct btrfs_file_extent_item *fi = btrfs_item_ptr(leaf, slot);
+	int ret;
 
 	btrfs_item_key_to_cpu(leaf, &fe->key, slot);
-	fe->item_size = size;
+	ret = btrfs_decode_file_extent(fs, leaf, slot, &fe->key, &fe->ext);
+	if (ret)
+		return ret;
+	/* only a regular or prealloc item is ever cut and written back */
 	memset(&fe->fi, 0, sizeof(fe->fi));
-	if (size < BTRFS_FILE_EXTENT_INLINE_DATA_START)
-		goto bad;
-	memcpy(&fe->fi, fi, size < sizeof(fe->fi) ? size : sizeof(fe->fi));
-	switch (btrfs_file_extent_item_type(fi)) {
-	case BTRFS_FILE_EXTENT_INLINE:
-		fe->end = fe->key.offset + btrfs_file_extent_item_ram_bytes(&fe->fi);
-		return 0;
-	case BTRFS_FILE_EXTENT_REG:
-	case BTRFS_FILE_EXTENT_PREALLOC:
-		if (size != sizeof(*fi))
-			goto bad;
-		fe->end = fe->key.offset + btrfs_file_extent_item_num_bytes(&fe->fi);
-		if (fe->end < fe->key.offset || btrfs_file_extent_item_num_bytes(&fe->fi) %
-		    sectorsize)
-			goto bad;
-		return 0;
-	}
-bad:
-	return tlog_error(-EUCLEAN, "inode %llu: bad file extent item at offset %llu",
-			  (unsigned long long)fe->key.objectid,
-			  (unsigned long long)fe->key.offset);
+	if (fe->ext.type != BTRFS_FILE_EXTENT_INLINE)
+		memcpy(&fe->fi, btrfs_item_ptr(leaf, slot), sizeof(fe->fi));
+	return 0;
 }
 
 /* The first extent item of @ino ending after @pos, starting before @end; 1 if none. */
@@ -71,9 +55,8 @@ static int next_extent(struct btrfs_root *root, u64 ino, u64 pos, u64 end,
 		if (ret == 0) {
 			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
 			if (key.objectid == ino && key.type == BTRFS_EXTENT_DATA_KEY) {
-				ret = decode_extent(path.nodes[0], path.slots[0],
-						    root->fs->sectorsize, fe);
-				if (ret || fe->end > pos)
+				ret = decode_extent(root->fs, path.nodes[0], path.slots[0], fe);
+				if (ret || fe->ext.end > pos)
 					goto out;
 			}
 		}
@@ -86,7 +69,7 @@ static int next_extent(struct btrfs_root *root, u64 ino, u64 pos, u64 end,
 		if (key.objectid != ino || key.type != BTRFS_EXTENT_DATA_KEY || key.offset >= end)
 			ret = 1;
 		else
-			ret = decode_extent(path.nodes[0], path.slots[0], root->fs->sectorsize, fe);
+			ret = decode_extent(root->fs, path.nodes[0], path.slots[0], fe);
 	}
 out:
 	btrfs_release_path(&path);
@@ -95,15 +78,13 @@ out:
 
 static bool has_extent(const struct found_extent *fe)
 {
-	return btrfs_file_extent_item_type(&fe->fi) != BTRFS_FILE_EXTENT_INLINE &&
-	       btrfs_file_extent_item_disk_bytenr(&fe->fi) != 0;
+	return fe->ext.type != BTRFS_FILE_EXTENT_INLINE && fe->ext.disk_bytenr != 0;
 }
 
 /* Bytes of the extent that count in the inode's nbytes. */
 static bool counts_bytes(const struct found_extent *fe)
 {
-	return btrfs_file_extent_item_type(&fe->fi) == BTRFS_FILE_EXTENT_INLINE ||
-	       has_extent(fe);
+	return fe->ext.type == BTRFS_FILE_EXTENT_INLINE || has_extent(fe);
 }
 
 /* Replace the item @fe by a copy starting at @new_start (a cut front). */
@@ -114,8 +95,7 @@ static int move_item_start(struct tlog_trans *trans, struct btrfs_root *root,
 	struct btrfs_key key = fe->key;
 	int ret;
 
-	btrfs_set_file_extent_item_offset(&fi, btrfs_file_extent_item_offset(&fi) +
-					  (new_start - fe->key.offset));
+	btrfs_set_file_extent_item_offset(&fi, fe->ext.offset + (new_start - fe->key.offset));
 	btrfs_set_file_extent_item_num_bytes(&fi, new_end - new_start);
 	ret = btrfs_delete_item(trans, root, &fe->key);
 	key.offset = new_start;
@@ -142,7 +122,7 @@ static int cut_item_tail(struct tlog_trans *trans, struct btrfs_root *root,
 
 static u64 ref_offset(const struct found_extent *fe)
 {
-	return fe->key.offset - btrfs_file_extent_item_offset(&fe->fi);
+	return fe->key.offset - fe->ext.offset;
 }
 
 static int drop_whole_item(struct tlog_trans *trans, struct btrfs_root *root,
@@ -152,8 +132,7 @@ static int drop_whole_item(struct tlog_trans *trans, struct btrfs_root *root,
 
 	if (ret || !has_extent(fe))
 		return ret;
-	return btrfs_free_data_extent(trans, btrfs_file_extent_item_disk_bytenr(&fe->fi),
-				      btrfs_file_extent_item_disk_num_bytes(&fe->fi),
+	return btrfs_free_data_extent(trans, fe->ext.disk_bytenr, fe->ext.disk_num_bytes,
 				      root->root_key.objectid, fe->key.objectid, ref_offset(fe));
 }
 
@@ -165,17 +144,15 @@ static int split_around(struct tlog_trans *trans, struct btrfs_root *root,
 	struct btrfs_key key = fe->key;
 	int ret;
 
-	btrfs_set_file_extent_item_offset(&tail, btrfs_file_extent_item_offset(&tail) +
-					  (end - fe->key.offset));
-	btrfs_set_file_extent_item_num_bytes(&tail, fe->end - end);
+	btrfs_set_file_extent_item_offset(&tail, fe->ext.offset + (end - fe->key.offset));
+	btrfs_set_file_extent_item_num_bytes(&tail, fe->ext.end - end);
 	ret = cut_item_tail(trans, root, fe, start);
 	key.offset = end;
 	if (!ret)
 		ret = btrfs_insert_item(trans, root, &key, &tail, sizeof(tail));
 	if (ret || !has_extent(fe))
 		return ret;
-	return btrfs_add_data_ref(trans, btrfs_file_extent_item_disk_bytenr(&fe->fi),
-				  btrfs_file_extent_item_disk_num_bytes(&fe->fi),
+	return btrfs_add_data_ref(trans, fe->ext.disk_bytenr, fe->ext.disk_num_bytes,
 				  root->root_key.objectid, fe->key.objectid, ref_offset(fe));
 }
 
@@ -199,29 +176,29 @@ int btrfs_drop_file_extents(struct tlog_trans *trans, struct btrfs_root *root, u
 		ret = next_extent(root, ino, pos, end, &fe);
 		if (ret)
 			break;
-		inl = btrfs_file_extent_item_type(&fe.fi) == BTRFS_FILE_EXTENT_INLINE;
+		inl = fe.ext.type == BTRFS_FILE_EXTENT_INLINE;
 		lo = fe.key.offset > start ? fe.key.offset : start;
-		hi = fe.end < end ? fe.end : end;
-		if (inl && (fe.key.offset < start || fe.end > end)) {
+		hi = fe.ext.end < end ? fe.ext.end : end;
+		if (inl && (fe.key.offset < start || fe.ext.end > end)) {
 			/* the kernel cannot cut inline extents either */
 			ret = tlog_error(-EOPNOTSUPP,
 					 "inode %llu: dropping part of an inline extent",
 					 (unsigned long long)ino);
 			break;
 		}
-		if (fe.key.offset < start && fe.end > end)
+		if (fe.key.offset < start && fe.ext.end > end)
 			ret = split_around(trans, root, &fe, start, end);
 		else if (fe.key.offset < start)
 			ret = cut_item_tail(trans, root, &fe, start);
-		else if (fe.end > end)
-			ret = move_item_start(trans, root, &fe, end, fe.end);
+		else if (fe.ext.end > end)
+			ret = move_item_start(trans, root, &fe, end, fe.ext.end);
 		else
 			ret = drop_whole_item(trans, root, &fe);
 		if (ret)
 			break;
 		if (counts_bytes(&fe))
 			*bytes_found += hi - lo;
-		pos = fe.end > pos ? fe.end : pos + 1;
+		pos = fe.ext.end > pos ? fe.ext.end : pos + 1;
 	}
 	return ret > 0 ? 0 : ret;
 }

@@ -15,6 +15,7 @@
 #include "misc.h"
 #include "root-tree.h"
 #include "transaction.h"
+#include "tree-checker.h"
 #include "volumes.h"
 
 /* Sectors per csum item, as the kernel caps them, and small enough for any leaf. */
@@ -105,41 +106,47 @@ int btrfs_insert_data_csums(struct tlog_trans *trans, u64 bytenr, const void *da
 	return err;
 }
 
+/* Decode the csum item at the path, keyed @key, into @found; 1 if the item is none. */
+static int decode_csum_at(const struct tlog_fs *fs, const struct btrfs_path *path,
+			  struct btrfs_key *key, struct tlog_csum_item *found)
+{
+	btrfs_item_key_to_cpu(path->nodes[0], key, path->slots[0]);
+	if (key->objectid != BTRFS_EXTENT_CSUM_OBJECTID || key->type != BTRFS_EXTENT_CSUM_KEY)
+		return 1;
+	return btrfs_decode_csum_item(fs, path->nodes[0], path->slots[0], key, found);
+}
+
 /*
  * The csum item that starts at or before @pos, if it reaches past @pos;
  * otherwise the first one starting after @pos below @end.  1 if none.
+ * found->csums is gone with the path: callers search again to use them.
  */
-static int find_csum_item(struct btrfs_root *root, u64 pos, u64 end, struct btrfs_key *found,
-			  u32 *size)
+static int find_csum_item(struct btrfs_root *root, u64 pos, u64 end, struct btrfs_key *key,
+			  struct tlog_csum_item *found)
 {
-	struct btrfs_key key = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, pos };
 	struct btrfs_path path;
-	u32 csum_size = root->fs->csum_size, ss = root->fs->sectorsize;
 	int ret;
 
+	*key = (struct btrfs_key){ BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, pos };
 	btrfs_init_path(&path);
-	ret = btrfs_search_slot(root, &key, &path);
+	ret = btrfs_search_slot(root, key, &path);
 	if (ret > 0 && btrfs_prev_item(root, &path) == 0) {
-		btrfs_item_key_to_cpu(path.nodes[0], found, path.slots[0]);
-		if (found->objectid == BTRFS_EXTENT_CSUM_OBJECTID &&
-		    found->type == BTRFS_EXTENT_CSUM_KEY &&
-		    found->offset + btrfs_item_size(path.nodes[0], path.slots[0]) / csum_size * ss > pos) {
-			*size = btrfs_item_size(path.nodes[0], path.slots[0]);
+		ret = decode_csum_at(root->fs, &path, key, found);
+		if (ret < 0 || (ret == 0 && found->end > pos)) {
 			btrfs_release_path(&path);
-			return 0;
+			return ret;
 		}
 		ret = btrfs_next_item(root, &path);
 	} else if (ret > 0) {
 		/* nothing before: the search slot may be past its leaf */
-		ret = btrfs_search_forward(root, &key, &path);
+		ret = btrfs_search_forward(root, key, &path);
 	}
 	if (ret == 0) {
-		btrfs_item_key_to_cpu(path.nodes[0], found, path.slots[0]);
-		*size = btrfs_item_size(path.nodes[0], path.slots[0]);
-		if (found->objectid != BTRFS_EXTENT_CSUM_OBJECTID ||
-		    found->type != BTRFS_EXTENT_CSUM_KEY || found->offset >= end)
+		ret = decode_csum_at(root->fs, &path, key, found);
+		if (ret == 0 && found->start >= end)
 			ret = 1;
 	}
+	found->csums = NULL;
 	btrfs_release_path(&path);
 	return ret;
 }
@@ -154,24 +161,22 @@ int btrfs_delete_data_csums(struct tlog_trans *trans, u64 bytenr, u64 len)
 
 	ret = csum_root(trans, &root);
 	while (!ret && pos < end) {
+		struct tlog_csum_item found;
 		struct btrfs_key key;
 		struct btrfs_path path;
-		u64 item_end;
-		u32 size;
 		u8 *copy;
 
-		ret = find_csum_item(root, pos, end, &key, &size);
+		ret = find_csum_item(root, pos, end, &key, &found);
 		if (ret)
 			break;
-		item_end = key.offset + (u64)size / cs * ss;
 		/* keep the parts outside the range: copy, delete, put them back */
-		copy = malloc(size);
+		copy = malloc(found.size);
 		if (!copy)
 			return -ENOMEM;
 		btrfs_init_path(&path);
 		ret = btrfs_search_slot_for_write(trans, root, &key, &path, -1);
 		if (ret == 0) {
-			memcpy(copy, btrfs_item_ptr(path.nodes[0], path.slots[0]), size);
+			memcpy(copy, btrfs_item_ptr(path.nodes[0], path.slots[0]), found.size);
 			ret = btrfs_del_items(trans, root, &path, path.slots[0], 1);
 		} else if (ret > 0) {
 			ret = -EUCLEAN;
@@ -180,16 +185,16 @@ int btrfs_delete_data_csums(struct tlog_trans *trans, u64 bytenr, u64 len)
 		if (!ret && key.offset < bytenr)
 			ret = btrfs_insert_item(trans, root, &key, copy,
 						(bytenr - key.offset) / ss * cs);
-		if (!ret && item_end > end) {
+		if (!ret && found.end > end) {
 			struct btrfs_key tail = key;
 
 			tail.offset = end;
 			ret = btrfs_insert_item(trans, root, &tail,
 						copy + (end - key.offset) / ss * cs,
-						(item_end - end) / ss * cs);
+						(found.end - end) / ss * cs);
 		}
 		free(copy);
-		pos = item_end;
+		pos = found.end;
 	}
 	return ret > 0 ? 0 : ret;
 }
@@ -204,19 +209,18 @@ int btrfs_copy_csums(struct tlog_trans *trans, struct btrfs_root *src, u64 start
 
 	*copied = 0;
 	while (pos < end) {
+		struct tlog_csum_item found;
 		struct btrfs_key key;
 		struct btrfs_path path;
-		u64 item_end, from, to;
-		u32 size;
+		u64 from, to;
 		u8 *copy;
 
-		ret = find_csum_item(src, pos, end, &key, &size);
+		ret = find_csum_item(src, pos, end, &key, &found);
 		if (ret)
 			break;
-		item_end = key.offset + (u64)size / cs * ss;
-		from = key.offset > pos ? key.offset : pos;
-		to = item_end < end ? item_end : end;
-		if (!IS_ALIGNED(key.offset, ss) || from >= to) {
+		from = found.start > pos ? found.start : pos;
+		to = found.end < end ? found.end : end;
+		if (from >= to) {
 			ret = tlog_error(-EUCLEAN, "csum item %llu of tree %llu is misaligned",
 					 (unsigned long long)key.offset,
 					 (unsigned long long)src->root_key.objectid);

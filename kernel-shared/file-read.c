@@ -398,7 +398,7 @@ static int read_inline(struct tlog_file *file, const struct tlog_file_extent *ex
 	c = get_cache(file);
 	if (!c)
 		return -ENOMEM;
-	/* decode_extent() bounds ram_bytes by the sector size: it fits */
+	/* file.c bounds an inline ram_bytes by the sector size: it fits */
 	c->valid = false;
 	ret = decompress(c, ext->compression, ext->inline_data, ext->inline_len, c->ram,
 			 ext->ram_bytes, file->fs->sectorsize, true);
@@ -500,8 +500,8 @@ static int csum_lookup(struct tlog_fs *fs, struct csum_cursor *cc, u64 logical,
 		       const u8 **ret)
 {
 	struct btrfs_key key = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, logical };
+	struct tlog_csum_item item;
 	struct extent_buffer *leaf;
-	u32 size;
 	int err;
 
 	if (cc->have && logical >= cc->start && logical < cc->end)
@@ -520,13 +520,12 @@ static int csum_lookup(struct tlog_fs *fs, struct csum_cursor *cc, u64 logical,
 	btrfs_item_key_to_cpu(leaf, &key, cc->path.slots[0]);
 	if (key.objectid != BTRFS_EXTENT_CSUM_OBJECTID || key.type != BTRFS_EXTENT_CSUM_KEY)
 		return 1;
-	size = btrfs_item_size(leaf, cc->path.slots[0]);
-	if (size % fs->csum_size || !IS_ALIGNED(key.offset, fs->sectorsize))
-		return tlog_error(-EUCLEAN, "csum item at %llu has a bad size or offset",
-				  (unsigned long long)key.offset);
-	cc->start = key.offset;
-	cc->end = key.offset + (u64)(size / fs->csum_size) * fs->sectorsize;
-	cc->csums = btrfs_item_ptr(leaf, cc->path.slots[0]);
+	err = btrfs_decode_csum_item(fs, leaf, cc->path.slots[0], &key, &item);
+	if (err)
+		return err;
+	cc->start = item.start;
+	cc->end = item.end;
+	cc->csums = item.csums;
 	cc->have = true;
 	if (logical < cc->start || logical >= cc->end)
 		return 1;

@@ -60,56 +60,38 @@ static int bad_extent(const struct tlog_file *file, u64 offset, const char *why)
 			  (unsigned long long)file->ino, (unsigned long long)offset, why);
 }
 
-/* Decode and check the EXTENT_DATA item at @slot of @leaf into @ext. */
-static int decode_extent(const struct tlog_file *file, const struct extent_buffer *leaf,
-			 int slot, u64 key_offset, struct tlog_file_extent *ext)
+/*
+ * What reading needs beyond the kernel's rules: an inline extent fits one
+ * sector, a regular one maps bytes, from a disk range that does not wrap,
+ * and no extent is in an encoding this reader does not know.
+ */
+static int check_readable(const struct tlog_file *file, const struct tlog_file_extent *ext)
 {
-	const struct btrfs_file_extent_item *fi = btrfs_item_ptr(leaf, slot);
-	u32 size = btrfs_item_size(leaf, slot);
 	u32 sectorsize = file->fs->sectorsize;
 
-	if (size < BTRFS_FILE_EXTENT_INLINE_DATA_START)
-		return bad_extent(file, key_offset, "item too small");
-	memset(ext, 0, sizeof(*ext));
-	ext->start = key_offset;
-	ext->generation = btrfs_file_extent_item_generation(fi);
-	ext->ram_bytes = btrfs_file_extent_item_ram_bytes(fi);
-	ext->type = btrfs_file_extent_item_type(fi);
-	ext->compression = btrfs_file_extent_item_compression(fi);
-	if (ext->compression > BTRFS_COMPRESS_ZSTD)
-		return bad_extent(file, key_offset, "unknown compression");
-	if (btrfs_file_extent_item_encryption(fi) || btrfs_file_extent_item_other_encoding(fi))
-		return bad_extent(file, key_offset, "encrypted or encoded extent");
-
+	if (ext->other_encoding)
+		return bad_extent(file, ext->start, "encrypted or encoded extent");
 	if (ext->type == BTRFS_FILE_EXTENT_INLINE) {
-		ext->inline_data = (const u8 *)fi + BTRFS_FILE_EXTENT_INLINE_DATA_START;
-		ext->inline_len = size - BTRFS_FILE_EXTENT_INLINE_DATA_START;
-		if (ext->compression == BTRFS_COMPRESS_NONE && ext->ram_bytes != ext->inline_len)
-			return bad_extent(file, key_offset, "inline size does not match ram_bytes");
 		if (ext->ram_bytes == 0 || ext->ram_bytes > sectorsize ||
-		    key_offset > (u64)-1 - sectorsize)
-			return bad_extent(file, key_offset, "inline extent of impossible size");
-		ext->end = key_offset + ext->ram_bytes;
+		    ext->start > (u64)-1 - sectorsize)
+			return bad_extent(file, ext->start, "inline extent of impossible size");
 		return 0;
 	}
-	if (ext->type != BTRFS_FILE_EXTENT_REG && ext->type != BTRFS_FILE_EXTENT_PREALLOC)
-		return bad_extent(file, key_offset, "unknown extent type");
-	if (size != sizeof(*fi))
-		return bad_extent(file, key_offset, "regular item of the wrong size");
-	ext->disk_bytenr = btrfs_file_extent_item_disk_bytenr(fi);
-	ext->disk_num_bytes = btrfs_file_extent_item_disk_num_bytes(fi);
-	ext->offset = btrfs_file_extent_item_offset(fi);
-	ext->num_bytes = btrfs_file_extent_item_num_bytes(fi);
-	if (ext->num_bytes == 0 || key_offset % sectorsize || ext->num_bytes % sectorsize)
-		return bad_extent(file, key_offset, "unaligned or empty range");
-	if (key_offset + ext->num_bytes < key_offset)
-		return bad_extent(file, key_offset, "range overflows");
+	if (ext->num_bytes == 0)
+		return bad_extent(file, ext->start, "unaligned or empty range");
 	if (ext->disk_bytenr &&
-	    (ext->disk_bytenr % sectorsize || ext->disk_num_bytes == 0 ||
-	     ext->disk_bytenr + ext->disk_num_bytes < ext->disk_bytenr))
-		return bad_extent(file, key_offset, "bad disk range");
-	ext->end = key_offset + ext->num_bytes;
+	    (ext->disk_num_bytes == 0 || ext->disk_bytenr + ext->disk_num_bytes < ext->disk_bytenr))
+		return bad_extent(file, ext->start, "bad disk range");
 	return 0;
+}
+
+/* Decode and check the EXTENT_DATA item at @slot of @leaf into @ext. */
+static int decode_extent(const struct tlog_file *file, const struct extent_buffer *leaf,
+			 int slot, const struct btrfs_key *key, struct tlog_file_extent *ext)
+{
+	int ret = btrfs_decode_file_extent(file->fs, leaf, slot, key, ext);
+
+	return ret ? ret : check_readable(file, ext);
 }
 
 /* Load the item under the path; 1 if it is not an extent item of the inode. */
@@ -126,7 +108,7 @@ static int load_cursor_item(struct tlog_file *file)
 	btrfs_item_key_to_cpu(leaf, &key, cur->path.slots[0]);
 	if (key.objectid != file->ino || key.type != BTRFS_EXTENT_DATA_KEY)
 		return 1;
-	ret = decode_extent(file, leaf, cur->path.slots[0], key.offset, &cur->ext);
+	ret = decode_extent(file, leaf, cur->path.slots[0], &key, &cur->ext);
 	if (ret)
 		return ret;
 	cur->valid = true;
@@ -229,7 +211,7 @@ int tlog_file_last_extent_end(struct tlog_file *file, u64 *ret)
 		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
 		if (key.objectid != file->ino || key.type != BTRFS_EXTENT_DATA_KEY)
 			break;
-		err = decode_extent(file, path.nodes[0], path.slots[0], key.offset, &ext);
+		err = decode_extent(file, path.nodes[0], path.slots[0], &key, &ext);
 		if (err)
 			break;
 		if (!tlog_extent_is_hole(&ext)) {

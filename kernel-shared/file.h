@@ -18,22 +18,7 @@
 
 #include "ctree.h"
 #include "inode.h"
-
-/* One EXTENT_DATA item, decoded and checked. */
-struct tlog_file_extent {
-	u64 start;		/* key.offset: file offset of the item */
-	u64 end;		/* start + num_bytes; inline: start + ram_bytes */
-	u64 generation;
-	u64 ram_bytes;
-	u64 disk_bytenr;	/* 0 for holes and inline */
-	u64 disk_num_bytes;
-	u64 offset;		/* into the (decompressed) extent */
-	u64 num_bytes;		/* 0 for inline */
-	u8 type;		/* BTRFS_FILE_EXTENT_{INLINE,REG,PREALLOC} */
-	u8 compression;		/* BTRFS_COMPRESS_* */
-	const u8 *inline_data;	/* inline payload, valid until the cursor moves */
-	u32 inline_len;		/* bytes of payload on disk (compressed or not) */
-};
+#include "tree-checker.h"
 
 static inline bool tlog_extent_is_hole(const struct tlog_file_extent *e)
 {

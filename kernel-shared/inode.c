@@ -10,6 +10,7 @@
 #include "csum.h"
 #include "errctx.h"
 #include "inode.h"
+#include "tree-checker.h"
 
 static void fill_empty_subvol_dir(struct btrfs_inode_item *inode)
 {
@@ -388,11 +389,10 @@ static size_t symlink_target_len(const u8 *data, size_t len, u64 i_size)
 int btrfs_read_symlink(struct btrfs_root *root, u64 ino, char *buf, size_t size)
 {
 	struct btrfs_key key = { ino, BTRFS_EXTENT_DATA_KEY, 0 };
-	const struct btrfs_file_extent_item *fi;
+	struct tlog_file_extent fe;
 	struct btrfs_inode_item inode;
 	struct btrfs_path path;
 	const u8 *data;
-	u32 item_size;
 	size_t len;
 	int ret;
 
@@ -409,18 +409,18 @@ int btrfs_read_symlink(struct btrfs_root *root, u64 ino, char *buf, size_t size)
 					  (unsigned long long)ino);
 		return ret;
 	}
-	fi = btrfs_item_ptr(path.nodes[0], path.slots[0]);
-	item_size = btrfs_item_size(path.nodes[0], path.slots[0]);
-	if (item_size < BTRFS_FILE_EXTENT_INLINE_DATA_START ||
-	    btrfs_file_extent_item_type(fi) != BTRFS_FILE_EXTENT_INLINE ||
-	    btrfs_file_extent_item_compression(fi) != BTRFS_COMPRESS_NONE) {
+	ret = btrfs_decode_file_extent(root->fs, path.nodes[0], path.slots[0], &key, &fe);
+	if (ret) {
+		btrfs_release_path(&path);
+		return ret;
+	}
+	if (fe.type != BTRFS_FILE_EXTENT_INLINE || fe.compression != BTRFS_COMPRESS_NONE) {
 		btrfs_release_path(&path);
 		return tlog_error(-EUCLEAN, "symlink %llu: target is not an uncompressed inline extent",
 				  (unsigned long long)ino);
 	}
-	data = (const u8 *)fi + BTRFS_FILE_EXTENT_INLINE_DATA_START;
-	len = symlink_target_len(data, btrfs_file_extent_inline_len(item_size),
-				 btrfs_inode_item_size(&inode));
+	data = fe.inline_data;
+	len = symlink_target_len(data, fe.inline_len, btrfs_inode_item_size(&inode));
 	if (len >= size)
 		len = size - 1;
 	memcpy(buf, data, len);

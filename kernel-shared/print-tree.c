@@ -21,6 +21,7 @@
 #include "print-tree.h"
 #include "errctx.h"
 #include "inode.h"
+#include "tree-checker.h"
 #include "volumes.h"
 
 /* Key types that only old filesystems have; format.h does not need them. */
@@ -807,69 +808,61 @@ static void print_orphan_item(struct item_ctx *c)
 
 static void print_file_extent(struct item_ctx *c)
 {
-	const struct btrfs_file_extent_item *fi = (const void *)c->ptr;
-	u8 type, comp;
+	struct tlog_file_extent fe;
+	bool whole;
 
+	/* shown as far as the item goes: a short one says so, and no more */
 	if (!item_fits(c, BTRFS_FILE_EXTENT_INLINE_DATA_START))
 		return;
-	type = btrfs_file_extent_item_type(fi);
-	comp = btrfs_file_extent_item_compression(fi);
+	whole = btrfs_parse_file_extent(c->ptr, c->size, c->key.offset, &fe) == 0;
 	if (c->out) {
 		fprintf(c->out, "\t\tgeneration %llu type %u (%s)\n",
-			(unsigned long long)btrfs_file_extent_item_generation(fi),
-			type, file_extent_type_name(type));
+			(unsigned long long)fe.generation, fe.type, file_extent_type_name(fe.type));
 	} else {
-		jadd_u64(c->data, "generation", btrfs_file_extent_item_generation(fi));
-		jadd_u64(c->data, "type", type);
-		jadd_str(c->data, "type_name", file_extent_type_name(type));
-		jadd_u64(c->data, "ram_bytes", btrfs_file_extent_item_ram_bytes(fi));
-		jadd_u64(c->data, "compression", comp);
-		jadd_str(c->data, "compression_name", compression_name(comp));
-		jadd_u64(c->data, "encryption", btrfs_file_extent_item_encryption(fi));
-		jadd_u64(c->data, "other_encoding", btrfs_file_extent_item_other_encoding(fi));
+		jadd_u64(c->data, "generation", fe.generation);
+		jadd_u64(c->data, "type", fe.type);
+		jadd_str(c->data, "type_name", file_extent_type_name(fe.type));
+		jadd_u64(c->data, "ram_bytes", fe.ram_bytes);
+		jadd_u64(c->data, "compression", fe.compression);
+		jadd_str(c->data, "compression_name", compression_name(fe.compression));
+		jadd_u64(c->data, "encryption", fe.encryption);
+		jadd_u64(c->data, "other_encoding", fe.other_encoding);
 	}
 
-	if (type == BTRFS_FILE_EXTENT_INLINE) {
-		int len = btrfs_file_extent_inline_len(c->size);
-
+	if (fe.type == BTRFS_FILE_EXTENT_INLINE) {
 		if (c->out)
 			fprintf(c->out,
-				"\t\tinline extent data size %d ram_bytes %llu compression %u (%s)\n",
-				len, (unsigned long long)btrfs_file_extent_item_ram_bytes(fi),
-				comp, compression_name(comp));
+				"\t\tinline extent data size %u ram_bytes %llu compression %u (%s)\n",
+				fe.inline_len, (unsigned long long)fe.ram_bytes,
+				fe.compression, compression_name(fe.compression));
 		else
-			jadd_u64(c->data, "inline_size", (u64)len);
+			jadd_u64(c->data, "inline_size", fe.inline_len);
 		return;
 	}
-	if (type != BTRFS_FILE_EXTENT_REG && type != BTRFS_FILE_EXTENT_PREALLOC)
+	if (fe.type != BTRFS_FILE_EXTENT_REG && fe.type != BTRFS_FILE_EXTENT_PREALLOC)
 		return;
-	if (!item_fits(c, sizeof(*fi)))
+	if (!whole && !item_fits(c, sizeof(struct btrfs_file_extent_item)))
 		return;
 	if (!c->out) {
-		jadd_u64(c->data, "disk_bytenr", btrfs_file_extent_item_disk_bytenr(fi));
-		jadd_u64(c->data, "disk_num_bytes", btrfs_file_extent_item_disk_num_bytes(fi));
-		jadd_u64(c->data, "offset", btrfs_file_extent_item_offset(fi));
-		jadd_u64(c->data, "num_bytes", btrfs_file_extent_item_num_bytes(fi));
+		jadd_u64(c->data, "disk_bytenr", fe.disk_bytenr);
+		jadd_u64(c->data, "disk_num_bytes", fe.disk_num_bytes);
+		jadd_u64(c->data, "offset", fe.offset);
+		jadd_u64(c->data, "num_bytes", fe.num_bytes);
 		return;
 	}
-	if (type == BTRFS_FILE_EXTENT_PREALLOC) {
+	if (fe.type == BTRFS_FILE_EXTENT_PREALLOC) {
 		fprintf(c->out, "\t\tprealloc data disk byte %llu nr %llu\n"
 			"\t\tprealloc data offset %llu nr %llu\n",
-			(unsigned long long)btrfs_file_extent_item_disk_bytenr(fi),
-			(unsigned long long)btrfs_file_extent_item_disk_num_bytes(fi),
-			(unsigned long long)btrfs_file_extent_item_offset(fi),
-			(unsigned long long)btrfs_file_extent_item_num_bytes(fi));
+			(unsigned long long)fe.disk_bytenr, (unsigned long long)fe.disk_num_bytes,
+			(unsigned long long)fe.offset, (unsigned long long)fe.num_bytes);
 		return;
 	}
 	fprintf(c->out, "\t\textent data disk byte %llu nr %llu\n"
 		"\t\textent data offset %llu nr %llu ram %llu\n"
 		"\t\textent compression %u (%s)\n",
-		(unsigned long long)btrfs_file_extent_item_disk_bytenr(fi),
-		(unsigned long long)btrfs_file_extent_item_disk_num_bytes(fi),
-		(unsigned long long)btrfs_file_extent_item_offset(fi),
-		(unsigned long long)btrfs_file_extent_item_num_bytes(fi),
-		(unsigned long long)btrfs_file_extent_item_ram_bytes(fi),
-		comp, compression_name(comp));
+		(unsigned long long)fe.disk_bytenr, (unsigned long long)fe.disk_num_bytes,
+		(unsigned long long)fe.offset, (unsigned long long)fe.num_bytes,
+		(unsigned long long)fe.ram_bytes, fe.compression, compression_name(fe.compression));
 }
 
 /* One checksum per data sector, starting at the key offset. */
@@ -1033,120 +1026,127 @@ static void print_root_ref(struct item_ctx *c)
 
 /* ---- extent back references ---- */
 
-/* Bytes an inline back reference of @type takes, or 0 for unknown types. */
-static u32 inline_ref_size(u8 type)
-{
-	switch (type) {
-	case BTRFS_TREE_BLOCK_REF_KEY:
-	case BTRFS_SHARED_BLOCK_REF_KEY:
-	case BTRFS_EXTENT_OWNER_REF_KEY:
-		return sizeof(struct btrfs_extent_inline_ref);
-	case BTRFS_SHARED_DATA_REF_KEY:
-		return sizeof(struct btrfs_extent_inline_ref) +
-		       sizeof(struct btrfs_shared_data_ref);
-	case BTRFS_EXTENT_DATA_REF_KEY:
-		/* the data ref takes the place of the offset field */
-		return offsetof(struct btrfs_extent_inline_ref, offset) +
-		       sizeof(struct btrfs_extent_data_ref);
-	}
-	return 0;
-}
-
-static void print_data_ref(struct item_ctx *c, json_object *obj,
-			   const struct btrfs_extent_data_ref *dref)
+static void print_data_ref(struct item_ctx *c, json_object *obj, const struct tlog_extent_ref *ref)
 {
 	if (c->out) {
 		char root[64];
 
-		btrfs_objectid_to_str(btrfs_extent_data_ref_root(dref), 0, root, sizeof(root));
+		btrfs_objectid_to_str(ref->root, 0, root, sizeof(root));
 		fprintf(c->out,
 			"\t\textent data backref root %s objectid %llu offset %llu count %u\n",
-			root, (unsigned long long)btrfs_extent_data_ref_objectid(dref),
-			(unsigned long long)btrfs_extent_data_ref_offset(dref),
-			btrfs_extent_data_ref_count(dref));
+			root, (unsigned long long)ref->objectid,
+			(unsigned long long)ref->file_offset, ref->count);
 		return;
 	}
-	jadd_u64(obj, "root", btrfs_extent_data_ref_root(dref));
-	jadd_u64(obj, "objectid", btrfs_extent_data_ref_objectid(dref));
-	jadd_u64(obj, "offset", btrfs_extent_data_ref_offset(dref));
-	jadd_u64(obj, "count", btrfs_extent_data_ref_count(dref));
+	jadd_u64(obj, "root", ref->root);
+	jadd_u64(obj, "objectid", ref->objectid);
+	jadd_u64(obj, "offset", ref->file_offset);
+	jadd_u64(obj, "count", ref->count);
 }
 
-static void print_inline_ref(struct item_ctx *c, json_object *refs,
-			     const struct btrfs_extent_inline_ref *iref)
+static void print_inline_ref(struct item_ctx *c, json_object *refs, const struct tlog_extent_ref *ref)
 {
-	u8 type = btrfs_extent_inline_ref_type(iref);
-	u64 offset = btrfs_extent_inline_ref_offset(iref);
 	json_object *r = NULL;
 	char root[64];
 
 	if (!c->out) {
 		r = json_object_new_object();
-		jadd_u64(r, "type", type);
-		jadd_str(r, "type_name", key_type_name(type));
+		jadd_u64(r, "type", ref->type);
+		jadd_str(r, "type_name", key_type_name(ref->type));
 		json_object_array_add(refs, r);
 	}
-	switch (type) {
+	switch (ref->type) {
 	case BTRFS_TREE_BLOCK_REF_KEY:
 		if (r) {
-			jadd_u64(r, "root", offset);
+			jadd_u64(r, "root", ref->offset);
 			break;
 		}
-		btrfs_objectid_to_str(offset, 0, root, sizeof(root));
+		btrfs_objectid_to_str(ref->offset, 0, root, sizeof(root));
 		fprintf(c->out, "\t\ttree block backref root %s\n", root);
 		break;
 	case BTRFS_SHARED_BLOCK_REF_KEY:
 		if (r)
-			jadd_u64(r, "parent", offset);
+			jadd_u64(r, "parent", ref->offset);
 		else
 			fprintf(c->out, "\t\tshared block backref parent %llu\n",
-				(unsigned long long)offset);
+				(unsigned long long)ref->offset);
 		break;
 	case BTRFS_EXTENT_DATA_REF_KEY:
-		print_data_ref(c, r, (const struct btrfs_extent_data_ref *)&iref->offset);
+		print_data_ref(c, r, ref);
 		break;
-	case BTRFS_SHARED_DATA_REF_KEY: {
-		const struct btrfs_shared_data_ref *sref = (const void *)(iref + 1);
-
+	case BTRFS_SHARED_DATA_REF_KEY:
 		if (r) {
-			jadd_u64(r, "parent", offset);
-			jadd_u64(r, "count", btrfs_shared_data_ref_count(sref));
+			jadd_u64(r, "parent", ref->offset);
+			jadd_u64(r, "count", ref->count);
 		} else {
 			fprintf(c->out, "\t\tshared data backref parent %llu count %u\n",
-				(unsigned long long)offset, btrfs_shared_data_ref_count(sref));
+				(unsigned long long)ref->offset, ref->count);
 		}
 		break;
-	}
 	case BTRFS_EXTENT_OWNER_REF_KEY:
 		if (r)
-			jadd_u64(r, "root", offset);
+			jadd_u64(r, "root", ref->offset);
 		else
 			fprintf(c->out, "\t\textent owner root %llu\n",
-				(unsigned long long)offset);
+				(unsigned long long)ref->offset);
 		break;
 	}
 }
 
+static void print_tree_block_info(struct item_ctx *c, const struct btrfs_tree_block_info *info)
+{
+	if (c->out) {
+		char key[KEY_STR_LEN];
+
+		disk_key_to_str(&info->key, key, sizeof(key));
+		fprintf(c->out, "\t\ttree block key %s level %u\n", key,
+			btrfs_tree_block_info_level(info));
+	} else {
+		json_object *tb = json_object_new_object();
+
+		jadd_disk_key(tb, "key", &info->key);
+		jadd_u64(tb, "level", btrfs_tree_block_info_level(info));
+		jadd(c->data, "tree_block", tb);
+	}
+}
+
+/* The inline references as far as they can be read, and why they stop. */
+static void print_inline_refs(struct item_ctx *c, const struct tlog_extent_item *ei)
+{
+	json_object *refs = NULL;
+	struct tlog_extent_ref ref;
+	u32 cur;
+	int ret;
+
+	if (!c->out) {
+		refs = json_object_new_array();
+		jadd(c->data, "inline_refs", refs);
+	}
+	btrfs_for_each_inline_ref(ei, &cur, &ref, ret)
+		print_inline_ref(c, refs, &ref);
+	if (ret < 0 && !ref.len && c->size - ref.at >= sizeof(struct btrfs_extent_inline_ref))
+		item_note(c, "unknown inline ref type %u at byte %u", ref.type, ref.at);
+	else if (ret < 0)
+		item_note(c, "truncated inline ref at byte %u", ref.at);
+}
+
 static void print_extent_item(struct item_ctx *c)
 {
-	const struct btrfs_extent_item *ei = (const void *)c->ptr;
-	json_object *refs = NULL;
+	struct tlog_extent_item ei;
 	char flags[FLAGS_STR_LEN];
-	u32 cur = sizeof(*ei);
-	u64 eflags;
+	bool whole;
 
-	if (!item_fits(c, sizeof(*ei)))
+	if (!item_fits(c, sizeof(struct btrfs_extent_item)))
 		return;
-	eflags = btrfs_extent_item_flags(ei);
-	extent_flags_to_str(eflags, flags, sizeof(flags));
+	whole = btrfs_parse_extent_item(c->ptr, c->size, &c->key, &ei) == 0;
+	extent_flags_to_str(ei.flags, flags, sizeof(flags));
 	if (c->out) {
 		fprintf(c->out, "\t\trefs %llu gen %llu flags %s\n",
-			(unsigned long long)btrfs_extent_item_refs(ei),
-			(unsigned long long)btrfs_extent_item_generation(ei), flags);
+			(unsigned long long)ei.refs, (unsigned long long)ei.generation, flags);
 	} else {
-		jadd_u64(c->data, "refs", btrfs_extent_item_refs(ei));
-		jadd_u64(c->data, "generation", btrfs_extent_item_generation(ei));
-		jadd_u64(c->data, "flags", eflags);
+		jadd_u64(c->data, "refs", ei.refs);
+		jadd_u64(c->data, "generation", ei.generation);
+		jadd_u64(c->data, "flags", ei.flags);
 		jadd_str(c->data, "flags_names", flags);
 	}
 
@@ -1157,59 +1157,19 @@ static void print_extent_item(struct item_ctx *c)
 				(unsigned long long)c->key.offset);
 		else
 			jadd_u64(c->data, "level", c->key.offset);
-	} else if (eflags & BTRFS_EXTENT_FLAG_TREE_BLOCK) {
-		const struct btrfs_tree_block_info *info = (const void *)(ei + 1);
-
-		if (c->size - cur < sizeof(*info)) {
-			item_note(c, "truncated tree block info");
-			return;
-		}
-		if (c->out) {
-			char key[KEY_STR_LEN];
-
-			disk_key_to_str(&info->key, key, sizeof(key));
-			fprintf(c->out, "\t\ttree block key %s level %u\n", key,
-				btrfs_tree_block_info_level(info));
-		} else {
-			json_object *tb = json_object_new_object();
-
-			jadd_disk_key(tb, "key", &info->key);
-			jadd_u64(tb, "level", btrfs_tree_block_info_level(info));
-			jadd(c->data, "tree_block", tb);
-		}
-		cur += sizeof(*info);
+	} else if (!whole) {
+		item_note(c, "truncated tree block info");
+		return;
+	} else if (ei.info) {
+		print_tree_block_info(c, ei.info);
 	}
-
-	if (!c->out) {
-		refs = json_object_new_array();
-		jadd(c->data, "inline_refs", refs);
-	}
-	while (cur < c->size) {
-		const struct btrfs_extent_inline_ref *iref = (const void *)(c->ptr + cur);
-		u32 len;
-
-		/* every inline ref starts with the type and at least 8 bytes */
-		if (c->size - cur < sizeof(*iref)) {
-			item_note(c, "truncated inline ref at byte %u", cur);
-			return;
-		}
-		len = inline_ref_size(btrfs_extent_inline_ref_type(iref));
-		if (!len) {
-			item_note(c, "unknown inline ref type %u at byte %u",
-				  btrfs_extent_inline_ref_type(iref), cur);
-			return;
-		}
-		if (c->size - cur < len) {
-			item_note(c, "truncated inline ref at byte %u", cur);
-			return;
-		}
-		print_inline_ref(c, refs, iref);
-		cur += len;
-	}
+	print_inline_refs(c, &ei);
 }
 
 static void print_keyed_ref(struct item_ctx *c)
 {
+	struct tlog_extent_ref ref;
+
 	switch (c->key.type) {
 	case BTRFS_TREE_BLOCK_REF_KEY:
 		if (c->out)
@@ -1220,21 +1180,19 @@ static void print_keyed_ref(struct item_ctx *c)
 			fprintf(c->out, "\t\tshared block backref\n");
 		break;
 	case BTRFS_EXTENT_DATA_REF_KEY:
-		if (item_fits(c, sizeof(struct btrfs_extent_data_ref)))
-			print_data_ref(c, c->data, (const void *)c->ptr);
+		if (item_fits(c, sizeof(struct btrfs_extent_data_ref)) &&
+		    btrfs_parse_keyed_ref(c->ptr, c->size, &c->key, &ref) == 0)
+			print_data_ref(c, c->data, &ref);
 		break;
-	case BTRFS_SHARED_DATA_REF_KEY: {
-		const struct btrfs_shared_data_ref *sref = (const void *)c->ptr;
-
-		if (!item_fits(c, sizeof(*sref)))
+	case BTRFS_SHARED_DATA_REF_KEY:
+		if (!item_fits(c, sizeof(struct btrfs_shared_data_ref)) ||
+		    btrfs_parse_keyed_ref(c->ptr, c->size, &c->key, &ref))
 			break;
 		if (c->out)
-			fprintf(c->out, "\t\tshared data backref count %u\n",
-				btrfs_shared_data_ref_count(sref));
+			fprintf(c->out, "\t\tshared data backref count %u\n", ref.count);
 		else
-			jadd_u64(c->data, "count", btrfs_shared_data_ref_count(sref));
+			jadd_u64(c->data, "count", ref.count);
 		break;
-	}
 	case BTRFS_EXTENT_REF_V0_KEY:
 		if (c->out)
 			fprintf(c->out, "\t\textent ref v0 (deprecated)\n");

@@ -27,6 +27,7 @@
 #include "free-space-tree.h"
 #include "root-tree.h"
 #include "transaction.h"
+#include "tree-checker.h"
 #include "volumes.h"
 
 struct block_rec {
@@ -358,10 +359,11 @@ static int delete_tree_block_ref(struct tlog_trans *trans, const struct block_re
 		ret = tlog_error(-EUCLEAN, "tree block %llu has no extent item",
 				 (unsigned long long)r->bytenr);
 	if (ret == 0) {
-		const struct btrfs_extent_item *ei = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+		struct tlog_extent_item ei;
 
-		if (btrfs_item_size(path.nodes[0], path.slots[0]) < sizeof(*ei) ||
-		    btrfs_extent_item_refs(ei) != 1)
+		if (btrfs_parse_extent_item(btrfs_item_ptr(path.nodes[0], path.slots[0]),
+					    btrfs_item_size(path.nodes[0], path.slots[0]), &key, &ei) ||
+		    ei.refs != 1)
 			ret = tlog_error(-EOPNOTSUPP,
 					 "tree block %llu is shared (snapshots); the write path does not handle that yet",
 					 (unsigned long long)r->bytenr);

@@ -28,4 +28,131 @@ int btrfs_check_tree_block(struct tlog_fs *fs, const u8 *buf, u64 bytenr);
 /* The same without the checksum: header and item layout only. */
 int btrfs_check_tree_block_layout(struct tlog_fs *fs, const u8 *buf, u64 bytenr);
 
+/* ---- extents, references, checksums ---- */
+
+/* One EXTENT_DATA item, decoded. */
+struct tlog_file_extent {
+	u64 start;		/* key.offset: file offset of the item */
+	u64 end;		/* start + num_bytes; inline: start + ram_bytes */
+	u64 generation;
+	u64 ram_bytes;
+	u64 disk_bytenr;	/* 0 for holes and inline */
+	u64 disk_num_bytes;
+	u64 offset;		/* into the (decompressed) extent */
+	u64 num_bytes;		/* 0 for inline */
+	u8 type;		/* BTRFS_FILE_EXTENT_{INLINE,REG,PREALLOC} */
+	u8 compression;		/* BTRFS_COMPRESS_* */
+	u8 encryption;
+	u16 other_encoding;
+	u32 item_size;
+	const u8 *inline_data;	/* inline payload, valid as long as the leaf is */
+	u32 inline_len;		/* bytes of payload on disk (compressed or not) */
+};
+
+/*
+ * The fields of a file extent item of @size bytes at @ptr, keyed at file
+ * offset @key_offset, read without judging their values: for printers and
+ * for the checks below, which share this one layout.  Returns -EUCLEAN,
+ * with no finding, when the item cannot hold the fields of its type (the
+ * header for any type, the whole item for all but inline); what it holds
+ * is filled even then.
+ */
+int btrfs_parse_file_extent(const void *ptr, u32 size, u64 key_offset,
+			    struct tlog_file_extent *ret);
+/* btrfs_parse_file_extent() of the item at @slot, with a finding when it is cut short. */
+int btrfs_read_file_extent(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key,
+			   struct tlog_file_extent *ret);
+/*
+ * Decode the file extent item at @slot and judge it by the kernel's rules
+ * (all of btrfs_check_item()'s but the overlap with the item before it).
+ * Returns 0 or -EUCLEAN with a finding.
+ */
+int btrfs_decode_file_extent(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			     const struct btrfs_key *key, struct tlog_file_extent *ret);
+
+/* An EXTENT_ITEM or METADATA_ITEM, decoded up to its inline references. */
+struct tlog_extent_item {
+	u64 refs;
+	u64 generation;
+	u64 flags;		/* BTRFS_EXTENT_FLAG_*, BTRFS_BLOCK_FLAG_FULL_BACKREF */
+	int level;		/* tree blocks: from the key (skinny) or the block info */
+	const struct btrfs_tree_block_info *info;	/* non-skinny tree blocks, else NULL */
+	const u8 *ptr;		/* the item, valid as long as the leaf is */
+	u32 size;
+	u32 refs_start;		/* where the inline references begin */
+};
+
+/*
+ * One back reference, inline in an extent item or keyed: what it names
+ * and how many references it counts.
+ */
+struct tlog_extent_ref {
+	u8 type;		/* BTRFS_{TREE_BLOCK,SHARED_BLOCK,EXTENT_DATA,SHARED_DATA,EXTENT_OWNER}_REF_KEY */
+	u32 at;			/* inline: where it starts in the item */
+	u32 len;		/* inline: bytes it takes, 0 for an unknown type */
+	u64 offset;		/* root or parent; EXTENT_DATA_REF: the hash of what it names */
+	u64 root, objectid, file_offset;	/* EXTENT_DATA_REF */
+	u32 count;		/* references counted: 1 for tree blocks and owners */
+};
+
+static inline bool btrfs_is_data_ref(u8 type)
+{
+	return type == BTRFS_EXTENT_DATA_REF_KEY || type == BTRFS_SHARED_DATA_REF_KEY;
+}
+
+/*
+ * The fixed part of the extent item of @size bytes at @ptr, read without
+ * judging it; -EUCLEAN (no finding) when it is cut short.
+ */
+int btrfs_parse_extent_item(const void *ptr, u32 size, const struct btrfs_key *key,
+			    struct tlog_extent_item *ret);
+/* Bytes an inline reference of @type takes, 0 for a type there is none of. */
+u32 btrfs_inline_ref_size(u8 type);
+/*
+ * The inline reference at *@cur of @ei (start at ei->refs_start), *@cur
+ * moved past it: 0, 1 after the last, -EUCLEAN (no finding) for one cut
+ * off or of an unknown type (ret->len 0).
+ */
+int btrfs_next_inline_ref(const struct tlog_extent_item *ei, u32 *cur,
+			  struct tlog_extent_ref *ret);
+#define btrfs_for_each_inline_ref(ei, cur, ref, ret)				\
+	for (*(cur) = (ei)->refs_start;						\
+	     ((ret) = btrfs_next_inline_ref((ei), (cur), (ref))) == 0; )
+/*
+ * Decode the extent item at @slot and judge it, with its inline
+ * references, by the kernel's rules: known flags naming data or a tree
+ * block, references of the kind the extent has, in the kernel's order,
+ * filling the item exactly and counting no more than its refs.  Returns 0
+ * or -EUCLEAN with a finding.
+ */
+int btrfs_decode_extent_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			     const struct btrfs_key *key, struct tlog_extent_item *ret);
+/*
+ * The keyed back reference of @size bytes at @ptr, read without judging
+ * it; -EUCLEAN (no finding) when it is no back reference or cut short.
+ */
+int btrfs_parse_keyed_ref(const void *ptr, u32 size, const struct btrfs_key *key,
+			  struct tlog_extent_ref *ret);
+/*
+ * Decode the keyed back reference at @slot: of its exact size, a data
+ * reference keyed by its hash.  Returns 0 or -EUCLEAN with a finding.
+ */
+int btrfs_decode_keyed_ref(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key,
+			   struct tlog_extent_ref *ret);
+
+/* An EXTENT_CSUM item: the checksums of the data sectors [start, end). */
+struct tlog_csum_item {
+	u64 start;
+	u64 end;
+	const u8 *csums;	/* valid as long as the leaf is */
+	u32 size;
+};
+
+/*
+ * Decode the csum item at @slot: a whole number of checksums for data
+ * starting at a sector boundary.  Returns 0 or -EUCLEAN with a finding.
+ */
+int btrfs_decode_csum_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			   const struct btrfs_key *key, struct tlog_csum_item *ret);
+
 #endif

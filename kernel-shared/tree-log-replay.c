@@ -919,11 +919,11 @@ static int same_extent_present(struct replay *rp, const struct btrfs_key *key,
 
 /* A reference for the logged extent: one more, or its extent item if it has none. */
 static int reference_logged_extent(struct replay *rp, const struct btrfs_key *key,
-				   const struct btrfs_file_extent_item *fi)
+				   const struct tlog_file_extent *fe)
 {
-	u64 bytenr = btrfs_file_extent_item_disk_bytenr(fi);
-	u64 len = btrfs_file_extent_item_disk_num_bytes(fi);
-	u64 offset = key->offset - btrfs_file_extent_item_offset(fi);
+	u64 bytenr = fe->disk_bytenr;
+	u64 len = fe->disk_num_bytes;
+	u64 offset = key->offset - fe->offset;
 	u64 root = rp->root->root_key.objectid;
 	struct btrfs_key ekey = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
 	struct btrfs_root *eroot;
@@ -940,16 +940,16 @@ static int reference_logged_extent(struct replay *rp, const struct btrfs_key *ke
 }
 
 /* Logged checksums of the extent replace the csum tree's. */
-static int copy_logged_csums(struct replay *rp, const struct btrfs_file_extent_item *fi)
+static int copy_logged_csums(struct replay *rp, const struct tlog_file_extent *fe)
 {
 	u64 start, end, copied;
 
-	if (btrfs_file_extent_item_compression(fi)) {
-		start = btrfs_file_extent_item_disk_bytenr(fi);
-		end = start + btrfs_file_extent_item_disk_num_bytes(fi);
+	if (fe->compression) {
+		start = fe->disk_bytenr;
+		end = start + fe->disk_num_bytes;
 	} else {
-		start = btrfs_file_extent_item_disk_bytenr(fi) + btrfs_file_extent_item_offset(fi);
-		end = start + btrfs_file_extent_item_num_bytes(fi);
+		start = fe->disk_bytenr + fe->offset;
+		end = start + fe->num_bytes;
 	}
 	return btrfs_copy_csums(rp->trans, rp->log, start, end, &copied);
 }
@@ -959,34 +959,24 @@ static int replay_one_extent(struct replay *rp, const struct extent_buffer *leaf
 {
 	u32 size = btrfs_item_size(leaf, slot), ss = rp->fs->sectorsize;
 	const struct btrfs_file_extent_item *fi = btrfs_item_ptr(leaf, slot);
+	struct tlog_file_extent fe;
 	struct btrfs_inode_item ii;
 	u64 start = key->offset, end, nbytes = 0, dropped;
 	s64 delta[2];
 	bool inl, changed;
 	int ret;
 
-	if (size < BTRFS_FILE_EXTENT_INLINE_DATA_START)
-		return tlog_error(-EUCLEAN, "log: file extent item of inode %llu too small",
-				  (unsigned long long)key->objectid);
-	switch (btrfs_file_extent_item_type(fi)) {
-	case BTRFS_FILE_EXTENT_REG:
-	case BTRFS_FILE_EXTENT_PREALLOC:
-		if (size != sizeof(*fi))
-			return tlog_error(-EUCLEAN, "log: file extent item of inode %llu has size %u",
-					  (unsigned long long)key->objectid, size);
-		end = start + btrfs_file_extent_item_num_bytes(fi);
-		if (btrfs_file_extent_item_disk_bytenr(fi))
-			nbytes = btrfs_file_extent_item_num_bytes(fi);
-		inl = false;
-		break;
-	case BTRFS_FILE_EXTENT_INLINE:
-		nbytes = btrfs_file_extent_item_ram_bytes(fi);
+	ret = btrfs_decode_file_extent(rp->fs, leaf, slot, key, &fe);
+	if (ret)
+		return ret;
+	inl = fe.type == BTRFS_FILE_EXTENT_INLINE;
+	if (inl) {
+		nbytes = fe.ram_bytes;
 		end = (start + nbytes + ss - 1) / ss * ss;
-		inl = true;
-		break;
-	default:
-		return tlog_error(-EUCLEAN, "log: unknown file extent type %u of inode %llu",
-				  btrfs_file_extent_item_type(fi), (unsigned long long)key->objectid);
+	} else {
+		end = fe.end;
+		if (fe.disk_bytenr)
+			nbytes = fe.num_bytes;
 	}
 	ret = need_inode(rp, key->objectid, &ii);
 	if (ret)
@@ -1001,16 +991,16 @@ static int replay_one_extent(struct replay *rp, const struct extent_buffer *leaf
 		return ret;
 	if (inl) {
 		ret = btrfs_overwrite_item(rp->trans, rp->root, key, fi, size, &changed);
-	} else if (btrfs_file_extent_item_disk_bytenr(fi) == 0) {
+	} else if (fe.disk_bytenr == 0) {
 		/* a hole: an item only without NO_HOLES */
 		if (!(rp->fs->incompat & BTRFS_FEATURE_INCOMPAT_NO_HOLES))
 			ret = btrfs_insert_item(rp->trans, rp->root, key, fi, sizeof(*fi));
 	} else {
 		ret = btrfs_insert_item(rp->trans, rp->root, key, fi, sizeof(*fi));
 		if (!ret)
-			ret = reference_logged_extent(rp, key, fi);
+			ret = reference_logged_extent(rp, key, &fe);
 		if (!ret)
-			ret = copy_logged_csums(rp, fi);
+			ret = copy_logged_csums(rp, &fe);
 	}
 	if (ret)
 		return ret;
@@ -1191,17 +1181,18 @@ static int walk_log(struct replay *rp)
 static int pin_logged_data(struct replay *rp, const struct extent_buffer *leaf)
 {
 	for (u32 i = 0; i < btrfs_header_nritems_eb(leaf); i++) {
-		const struct btrfs_file_extent_item *fi = btrfs_item_ptr(leaf, i);
+		struct tlog_file_extent fe;
 		struct btrfs_key key;
 		int ret;
 
+		/* not judged yet: the replay's first walk checks the items */
 		btrfs_item_key_to_cpu(leaf, &key, i);
-		if (key.type != BTRFS_EXTENT_DATA_KEY || btrfs_item_size(leaf, i) != sizeof(*fi) ||
-		    btrfs_file_extent_item_type(fi) == BTRFS_FILE_EXTENT_INLINE ||
-		    !btrfs_file_extent_item_disk_bytenr(fi))
+		if (key.type != BTRFS_EXTENT_DATA_KEY ||
+		    btrfs_parse_file_extent(btrfs_item_ptr(leaf, i), btrfs_item_size(leaf, i),
+					    key.offset, &fe) ||
+		    fe.type == BTRFS_FILE_EXTENT_INLINE || !fe.disk_bytenr)
 			continue;
-		ret = tlog_trans_pin(rp->trans, btrfs_file_extent_item_disk_bytenr(fi),
-				     btrfs_file_extent_item_disk_num_bytes(fi));
+		ret = tlog_trans_pin(rp->trans, fe.disk_bytenr, fe.disk_num_bytes);
 		if (ret)
 			return ret;
 	}
