@@ -465,7 +465,10 @@ static int describe_log_tree(struct tlog_fs *fs, u64 subvol, void *arg)
 	(void)fs;
 	json_add_u64(jtree, "subvol", subvol);
 	json_object_array_add(ctx->jtrees, jtree);
-	/* reported here: the error below is the log root tree's */
+	/*
+	 * read_log_tree() has reported its failure: stop with 1, so that
+	 * only a failure to read the log root tree itself is negative.
+	 */
 	return read_log_tree(ctx, subvol, jtree) ? 1 : 0;
 }
 

@@ -190,7 +190,7 @@ static int dir_range_around(struct btrfs_root *log, u64 dir, u64 *start, u64 *en
 	return ret;
 }
 
-/* The first range starting after *@start: 0, else 1. */
+/* The first range starting at or after *@start: 0, else 1. */
 static int dir_range_after(struct btrfs_root *log, u64 dir, u64 *start, u64 *end)
 {
 	struct btrfs_key key = { dir, BTRFS_DIR_LOG_INDEX_KEY, *start };
