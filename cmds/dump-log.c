@@ -24,6 +24,7 @@
 #include "open.h"
 #include "print-tree.h"
 #include "tree-checker.h"
+#include "tree-log.h"
 
 static const char * const dump_log_usage[] = {
 	"tlogctl dump-log [--format json] IMAGE",
@@ -43,10 +44,8 @@ struct log_ctx {
 	json_object *jcsums;
 	json_object *jorphans;
 	json_object *jother;	/* special-objectid items we do not decode */
-	u64 cur_ino;
+	json_object *jtrees;	/* the log trees described so far */
 	u8 cur_key_type;	/* of the item being decoded */
-	bool have_inode_item;	/* of cur_ino: replay uses its ranges only then */
-	bool ignored;		/* cur_ino's item has nlink 0: replay skips it */
 };
 
 /* ---- small helpers ---- */
@@ -115,9 +114,6 @@ static void start_inode(struct log_ctx *ctx, u64 ino)
 		json_object_object_add(o, arrays[i], json_object_new_array());
 	json_object_array_add(ctx->jinodes, o);
 	ctx->jinode = o;
-	ctx->cur_ino = ino;
-	ctx->have_inode_item = false;
-	ctx->ignored = false;
 }
 
 static void add_fact(struct log_ctx *ctx, const char *array, json_object *fact)
@@ -155,8 +151,6 @@ static int decode_inode_item(struct log_ctx *ctx, const struct extent_buffer *le
 	json_add_u64(o, "gid", btrfs_inode_item_gid(ii));
 	json_add_u64(o, "flags", btrfs_inode_item_flags(ii));
 	json_object_object_add(ctx->jinode, "inode", o);
-	ctx->have_inode_item = true;
-	ctx->ignored = btrfs_inode_item_nlink(ii) == 0;
 	return 0;
 }
 
@@ -296,7 +290,7 @@ static int decode_file_extent(struct log_ctx *ctx, const struct extent_buffer *l
  * nothing.  DIR_LOG_ITEM is the old hash-range form; replay ignores it.
  */
 static int decode_dir_log(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
-			  const struct btrfs_key *key)
+			  const struct btrfs_key *key, const struct tlog_logged_inode *li)
 {
 	const struct btrfs_dir_log_item *dl = btrfs_item_ptr(leaf, slot);
 	json_object *o;
@@ -308,7 +302,7 @@ static int decode_dir_log(struct log_ctx *ctx, const struct extent_buffer *leaf,
 	json_add_u64(o, "start", key->offset);
 	json_add_u64(o, "end", btrfs_dir_log_item_end(dl));
 	json_add_bool(o, "applied", key->type == BTRFS_DIR_LOG_INDEX_KEY &&
-		      ctx->have_inode_item && !ctx->ignored);
+		      li->has_inode_item && !li->ignored);
 	add_fact(ctx, "dir_ranges", o);
 	return 0;
 }
@@ -322,29 +316,33 @@ static void decode_other(struct log_ctx *ctx, const struct btrfs_key *key)
 	add_fact(ctx, "other", o);
 }
 
-static int decode_inode_key(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
-			    const struct btrfs_key *key)
+/* An item of the inode the cursor follows, by what the log model calls it. */
+static int decode_inode_key(struct log_ctx *ctx, const struct tlog_log_cursor *cur)
 {
-	if (!ctx->jinode || key->objectid != ctx->cur_ino)
-		start_inode(ctx, key->objectid);
+	const struct extent_buffer *leaf = cur->iter.leaf;
+	const struct btrfs_key *key = &cur->iter.key;
+	int slot = cur->iter.slot;
+
+	if (cur->first_of_inode)
+		start_inode(ctx, cur->inode.ino);
 	ctx->cur_key_type = key->type;
 
-	switch (key->type) {
-	case BTRFS_INODE_ITEM_KEY:
+	switch (cur->kind) {
+	case TLOG_LOG_INODE_ITEM:
 		return decode_inode_item(ctx, leaf, slot);
-	case BTRFS_INODE_REF_KEY:
-		return decode_inode_ref(ctx, leaf, slot, key);
-	case BTRFS_INODE_EXTREF_KEY:
+	case TLOG_LOG_NAME:
+		if (key->type == BTRFS_INODE_REF_KEY)
+			return decode_inode_ref(ctx, leaf, slot, key);
 		return decode_inode_extref(ctx, leaf, slot, key);
-	case BTRFS_XATTR_ITEM_KEY:
-	case BTRFS_DIR_ITEM_KEY:
-	case BTRFS_DIR_INDEX_KEY:
+	case TLOG_LOG_XATTR:
+	case TLOG_LOG_DIR_ENTRY:
 		return decode_dir_entries(ctx, leaf, slot, key);
-	case BTRFS_EXTENT_DATA_KEY:
+	case TLOG_LOG_EXTENT:
 		return decode_file_extent(ctx, leaf, slot, key);
-	case BTRFS_DIR_LOG_ITEM_KEY:
-	case BTRFS_DIR_LOG_INDEX_KEY:
-		return decode_dir_log(ctx, leaf, slot, key);
+	case TLOG_LOG_DIR_RANGE:
+		return decode_dir_log(ctx, leaf, slot, key, &cur->inode);
+	default:
+		break;
 	}
 	decode_other(ctx, key);
 	return 0;
@@ -366,34 +364,34 @@ static int decode_csum(struct log_ctx *ctx, const struct extent_buffer *leaf, in
 	return 0;
 }
 
-static int decode_item(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
-		       const struct btrfs_key *key)
+static int decode_item(struct log_ctx *ctx, const struct tlog_log_cursor *cur)
 {
+	const struct btrfs_key *key = &cur->iter.key;
 	json_object *o;
 
-	if (key->objectid == BTRFS_EXTENT_CSUM_OBJECTID && key->type == BTRFS_EXTENT_CSUM_KEY)
-		return decode_csum(ctx, leaf, slot, key);
-	if (key->objectid == BTRFS_ORPHAN_OBJECTID && key->type == BTRFS_ORPHAN_ITEM_KEY) {
+	switch (cur->kind) {
+	case TLOG_LOG_CSUM:
+		return decode_csum(ctx, cur->iter.leaf, cur->iter.slot, key);
+	case TLOG_LOG_ORPHAN:
 		json_object_array_add(ctx->jorphans, json_object_new_uint64(key->offset));
 		return 0;
+	case TLOG_LOG_SPECIAL:
+		o = json_object_new_object();
+		json_add_u64(o, "objectid", key->objectid);
+		json_add_str(o, "key", key_type_name(key->type));
+		json_add_u64(o, "offset", key->offset);
+		json_object_array_add(ctx->jother, o);
+		return 0;
+	default:
+		return decode_inode_key(ctx, cur);
 	}
-	if (key->objectid < BTRFS_LAST_FREE_OBJECTID)
-		return decode_inode_key(ctx, leaf, slot, key);
-	o = json_object_new_object();
-	json_add_u64(o, "objectid", key->objectid);
-	json_add_str(o, "key", key_type_name(key->type));
-	json_add_u64(o, "offset", key->offset);
-	json_object_array_add(ctx->jother, o);
-	return 0;
 }
 
 /* ---- walking the log ---- */
 
 static int read_log_tree(struct log_ctx *ctx, u64 subvol, json_object *jtree)
 {
-	struct btrfs_key min = { 0, 0, 0 };
-	struct btrfs_key max = { (u64)-1, (u8)-1, (u64)-1 };
-	struct btrfs_tree_iter iter;
+	struct tlog_log_cursor cur;
 	struct btrfs_root *root;
 	int err;
 
@@ -416,23 +414,23 @@ static int read_log_tree(struct log_ctx *ctx, u64 subvol, json_object *jtree)
 	json_object_object_add(jtree, "other", ctx->jother);
 	ctx->jinode = NULL;
 
-	btrfs_for_each_item(root, &iter, &min, &max) {
+	tlog_log_for_each_item(root, &cur) {
 		char kbuf[128];
 
-		err = decode_item(ctx, iter.leaf, iter.slot, &iter.key);
+		err = decode_item(ctx, &cur);
 		if (err) {
-			btrfs_key_to_str(&iter.key, kbuf, sizeof(kbuf));
+			btrfs_key_to_str(&cur.iter.key, kbuf, sizeof(kbuf));
 			error("malformed item %s in log tree block %llu slot %d",
-			      kbuf, (unsigned long long)iter.leaf->start, iter.slot);
+			      kbuf, (unsigned long long)cur.iter.leaf->start, cur.iter.slot);
 			break;
 		}
 	}
-	if (!err && iter.ret < 0) {
-		err = iter.ret;
+	if (!err && cur.iter.ret < 0) {
+		err = cur.iter.ret;
 		error_errno(err, "cannot read the log tree of subvolume %llu",
 			    (unsigned long long)subvol);
 	}
-	btrfs_tree_iter_end(&iter);
+	tlog_log_cursor_end(&cur);
 	return err;
 }
 
@@ -446,7 +444,7 @@ static int check_log_root_block(struct tlog_fs *fs)
 	struct extent_buffer *eb;
 	int err;
 
-	err = read_tree_block(fs, lrt->bytenr, lrt->level, fs->generation + 1, &eb);
+	err = read_tree_block(fs, lrt->bytenr, lrt->level, lrt->generation, &eb);
 	if (err) {
 		error_errno(err, "cannot read the log root tree");
 		return err;
@@ -455,32 +453,32 @@ static int check_log_root_block(struct tlog_fs *fs)
 	return 0;
 }
 
-/* Every (TREE_LOG, ROOT_ITEM, subvol) item of the log root tree names one log tree. */
-static int read_log(struct log_ctx *ctx, json_object *jtrees)
+static int describe_log_tree(struct tlog_fs *fs, u64 subvol, void *arg)
 {
-	struct btrfs_key min = { BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0 };
-	struct btrfs_key max = { BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
-	struct btrfs_tree_iter iter;
+	struct log_ctx *ctx = arg;
+	json_object *jtree = json_object_new_object();
+
+	(void)fs;
+	json_add_u64(jtree, "subvol", subvol);
+	json_object_array_add(ctx->jtrees, jtree);
+	/*
+	 * read_log_tree() has reported its failure: stop with 1, so that
+	 * only a failure to read the log root tree itself is negative.
+	 */
+	return read_log_tree(ctx, subvol, jtree) ? 1 : 0;
+}
+
+/* Every subvolume with a log has its log tree described in @ctx->jtrees. */
+static int read_log(struct log_ctx *ctx)
+{
 	int err;
 
 	err = check_log_root_block(ctx->fs);
 	if (err)
 		return err;
-	btrfs_for_each_item(ctx->fs->log_root_tree, &iter, &min, &max) {
-		json_object *jtree = json_object_new_object();
-
-		json_add_u64(jtree, "subvol", iter.key.offset);
-		json_object_array_add(jtrees, jtree);
-		/* read_log_tree() uses its own path: the iterator's leaf stays valid */
-		err = read_log_tree(ctx, iter.key.offset, jtree);
-		if (err)
-			break;
-	}
-	if (!err && iter.ret < 0) {
-		err = iter.ret;
+	err = tlog_log_for_each_subvol(ctx->fs, describe_log_tree, ctx);
+	if (err < 0)
 		error_errno(err, "cannot read the log root tree");
-	}
-	btrfs_tree_iter_end(&iter);
 	return err;
 }
 
@@ -679,7 +677,8 @@ static json_object *describe_log(struct tlog_fs *fs)
 	json_add_u64(top, "log_root_level", fs->log_root_tree->level);
 	json_add_u64(top, "generation", fs->generation);
 	json_object_object_add(top, "trees", trees);
-	if (read_log(&ctx, trees)) {
+	ctx.jtrees = trees;
+	if (read_log(&ctx)) {
 		json_object_put(top);
 		return NULL;
 	}

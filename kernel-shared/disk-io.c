@@ -18,6 +18,7 @@
 #include "super.h"
 #include "misc.h"
 #include "transaction.h"
+#include "tree-log.h"
 #include "errctx.h"
 #include "volumes.h"
 
@@ -117,10 +118,7 @@ static int setup_tree_roots(struct tlog_fs *fs)
 		fs->log_root_tree = alloc_root(fs, BTRFS_TREE_LOG_OBJECTID);
 		if (!fs->log_root_tree)
 			return -ENOMEM;
-		fs->log_root_tree->bytenr = btrfs_super_block_log_root(sb);
-		fs->log_root_tree->level = btrfs_super_block_log_root_level(sb);
-		/* The log is written in the transaction after the committed one. */
-		fs->log_root_tree->generation = 0;
+		tlog_log_open(fs, fs->log_root_tree);
 	}
 	return 0;
 }

@@ -161,30 +161,7 @@ static int need_inode(struct replay *rp, u64 ino, struct btrfs_inode_item *ii)
 static int backref_in_log(struct replay *rp, const struct btrfs_key *key, u64 parent,
 			  const char *name, u16 len)
 {
-	struct tlog_ref_name *names;
-	struct btrfs_path path;
-	int ret, nr;
-
-	btrfs_init_path(&path);
-	ret = btrfs_search_slot(rp->log, key, &path);
-	if (ret > 0) {
-		btrfs_release_path(&path);
-		return 0;
-	}
-	if (ret == 0)
-		ret = btrfs_decode_ref_item(path.nodes[0], path.slots[0], &names, &nr);
-	btrfs_release_path(&path);
-	if (ret)
-		return ret;
-	for (int i = 0; i < nr; i++) {
-		if (names[i].parent == parent && names[i].len == len &&
-		    memcmp(names[i].name, name, len) == 0) {
-			ret = 1;
-			break;
-		}
-	}
-	free(names);
-	return ret;
+	return tlog_log_has_ref_name(rp->log, key, parent, name, len);
 }
 
 /* ---- link count bookkeeping (log-tree.md 2.4.5, 2.9) ---- */
@@ -241,53 +218,6 @@ static int drop_one_dir_item(struct replay *rp, const struct tlog_dir_entry *de)
 
 /* ---- directory deletes (log-tree.md 2.10) ---- */
 
-/* The logged index range of @dir containing *@start, else the next one; 1 if none. */
-static int find_dir_range(struct replay *rp, u64 dir, u64 *start, u64 *end)
-{
-	struct btrfs_key key = { dir, BTRFS_DIR_LOG_INDEX_KEY, *start };
-	struct btrfs_path path;
-	int ret;
-
-	btrfs_init_path(&path);
-	ret = btrfs_search_backwards(rp->log, &key, &path);
-	if (ret == 0) {
-		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
-		if (btrfs_item_size(path.nodes[0], path.slots[0]) < sizeof(struct btrfs_dir_log_item)) {
-			ret = tlog_error(-EUCLEAN, "log: bad DIR_LOG_INDEX item of directory %llu",
-					 (unsigned long long)dir);
-			goto out;
-		}
-		u64 found_end = btrfs_dir_log_item_end(btrfs_item_ptr(path.nodes[0], path.slots[0]));
-
-		if (*start >= key.offset && *start <= found_end) {
-			*start = key.offset;
-			*end = found_end;
-			goto out;
-		}
-	}
-	btrfs_release_path(&path);
-	if (ret < 0)
-		return ret;
-	key = (struct btrfs_key){ dir, BTRFS_DIR_LOG_INDEX_KEY, *start };
-	ret = btrfs_search_forward(rp->log, &key, &path);
-	if (ret == 0) {
-		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
-		if (key.objectid != dir || key.type != BTRFS_DIR_LOG_INDEX_KEY) {
-			ret = 1;
-		} else if (btrfs_item_size(path.nodes[0], path.slots[0]) <
-			   sizeof(struct btrfs_dir_log_item)) {
-			ret = tlog_error(-EUCLEAN, "log: bad DIR_LOG_INDEX item of directory %llu",
-					 (unsigned long long)dir);
-		} else {
-			*start = key.offset;
-			*end = btrfs_dir_log_item_end(btrfs_item_ptr(path.nodes[0], path.slots[0]));
-		}
-	}
-out:
-	btrfs_release_path(&path);
-	return ret;
-}
-
 /* Whether the log has the entry (@dir, @index) named @name. */
 static int dir_index_in_log(struct replay *rp, u64 dir, u64 index, const char *name, u16 len)
 {
@@ -343,7 +273,7 @@ static int replay_dir_deletes(struct replay *rp, u64 dir, bool del_all)
 		} else {
 			u64 cursor = range_start;
 
-			ret = find_dir_range(rp, dir, &range_start, &range_end);
+			ret = tlog_log_find_dir_range(rp->log, dir, &range_start, &range_end);
 			if (ret < 0)
 				return ret;
 			if (ret > 0)
@@ -1199,82 +1129,22 @@ static int pin_logged_data(struct replay *rp, const struct extent_buffer *leaf)
 	return 0;
 }
 
-/* Keep every block of a tree out of the transaction's allocations. */
-static int pin_tree_blocks(struct replay *rp, u64 bytenr, int level, u64 gen, u64 *count)
+/* Keep a log block out of the transaction's allocations, and count it. */
+static int pin_log_block(struct tlog_fs *fs, const struct extent_buffer *eb, bool in_root_tree,
+			 void *arg)
 {
-	struct extent_buffer *eb;
+	struct replay *rp = arg;
 	int ret;
 
-	ret = read_tree_block(rp->fs, bytenr, level, gen, &eb);
-	if (ret) {
-		char where[64];
-
-		snprintf(where, sizeof(where), "log block %llu", (unsigned long long)bytenr);
-		return tlog_error_wrap(ret, where);
+	ret = tlog_trans_pin(rp->trans, eb->start, fs->nodesize);
+	if (rp->stats) {
+		rp->stats->log_blocks++;
+		if (btrfs_header_level_eb(eb) == 0 && !in_root_tree)
+			rp->stats->log_leaves++;
 	}
-	ret = tlog_trans_pin(rp->trans, bytenr, rp->fs->nodesize);
-	(*count)++;
-	if (level == 0 && rp->stats && bytenr != rp->fs->log_root_tree->bytenr)
-		rp->stats->log_leaves++;
-	if (!ret && level == 0 && (rp->fs->incompat & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS))
+	if (!ret && btrfs_header_level_eb(eb) == 0 &&
+	    (fs->incompat & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS))
 		ret = pin_logged_data(rp, eb);
-	for (u32 i = 0; !ret && level > 0 && i < btrfs_header_nritems_eb(eb); i++)
-		ret = pin_tree_blocks(rp, btrfs_node_blockptr(eb, i), level - 1,
-				      btrfs_node_ptr_generation(eb, i), count);
-	free_extent_buffer(eb);
-	return ret;
-}
-
-/* The subvolumes with a log, highest id first (the kernel's order). */
-static int logged_subvols(struct tlog_fs *fs, u64 **ids, size_t *nr)
-{
-	struct btrfs_key min = { BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0 };
-	struct btrfs_key max = { BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
-	struct btrfs_tree_iter iter;
-	size_t cap = 0;
-	int ret = 0;
-
-	*ids = NULL;
-	*nr = 0;
-	btrfs_for_each_item(fs->log_root_tree, &iter, &min, &max) {
-		if (*nr == cap) {
-			u64 *v = realloc(*ids, (cap = cap ? cap * 2 : 16) * sizeof(*v));
-
-			if (!v) {
-				ret = -ENOMEM;
-				break;
-			}
-			*ids = v;
-		}
-		(*ids)[(*nr)++] = iter.key.offset;
-	}
-	if (!ret && iter.ret < 0)
-		ret = tlog_error_wrap(iter.ret, "reading the log root tree");
-	btrfs_tree_iter_end(&iter);
-	/* iterated in increasing order: reverse */
-	for (size_t i = 0; !ret && i < *nr / 2; i++) {
-		u64 t = (*ids)[i];
-
-		(*ids)[i] = (*ids)[*nr - 1 - i];
-		(*ids)[*nr - 1 - i] = t;
-	}
-	return ret;
-}
-
-static int pin_log_blocks(struct replay *rp, const u64 *ids, size_t nr, u64 *count)
-{
-	struct tlog_fs *fs = rp->fs;
-	int ret;
-
-	ret = pin_tree_blocks(rp, fs->log_root_tree->bytenr, fs->log_root_tree->level,
-			      fs->generation + 1, count);
-	for (size_t i = 0; !ret && i < nr; i++) {
-		struct btrfs_root *log;
-
-		ret = btrfs_read_log_root(fs, ids[i], &log);
-		if (!ret)
-			ret = pin_tree_blocks(rp, log->bytenr, log->level, log->generation, count);
-	}
 	return ret;
 }
 
@@ -1360,44 +1230,50 @@ static int request_qgroup_rescan(struct replay *rp)
 	return ret ? 0 : zero_qgroup_counters(rp, quota);
 }
 
+/* Replay the log of subvolume @subvol for the current stage. */
+static int replay_subvol_stage(struct replay *rp, u64 subvol)
+{
+	struct tlog_replay_stats *stats = rp->stats;
+	int ret;
+
+	ret = btrfs_find_root(rp->fs, subvol, &rp->root);
+	if (ret == -ENOENT) {
+		/* a deleted subvolume: its log is dropped, as the kernel does */
+		if (stats && rp->stage == REPLAY_INODES)
+			stats->subvols_skipped++;
+		return 0;
+	}
+	if (!ret)
+		ret = btrfs_read_log_root(rp->fs, subvol, &rp->log);
+	if (!ret)
+		ret = walk_log(rp);
+	if (!ret && rp->stage == REPLAY_ALL)
+		ret = fixup_inode_link_counts(rp);
+	if (!ret && stats && rp->stage == REPLAY_INODES)
+		stats->subvols++;
+	return ret;
+}
+
 int btrfs_replay_log(struct tlog_trans *trans, struct tlog_replay_stats *stats)
 {
 	struct tlog_fs *fs = trans->fs;
 	struct replay rp = { .trans = trans, .fs = fs, .stats = stats };
-	u64 *ids, blocks = 0;
-	size_t nr;
+	struct tlog_log_subvols subvols;
 	int ret;
 
 	tlog_error_clear();
 	if (!fs->log_root_tree)
 		return 0;
-	ret = logged_subvols(fs, &ids, &nr);
+	ret = tlog_log_list_subvols(fs, TLOG_LOG_HIGHEST_FIRST, &subvols);
 	if (ret)
-		return ret;
-	ret = pin_log_blocks(&rp, ids, nr, &blocks);
+		return tlog_error_wrap(ret, "reading the log root tree");
 	if (stats)
-		stats->log_blocks = blocks;
-	for (rp.stage = REPLAY_INODES; !ret && rp.stage <= REPLAY_ALL; rp.stage++) {
-		for (size_t i = 0; !ret && i < nr; i++) {
-			ret = btrfs_find_root(fs, ids[i], &rp.root);
-			if (ret == -ENOENT) {
-				/* a deleted subvolume: its log is dropped, as the kernel does */
-				if (stats && rp.stage == REPLAY_INODES)
-					stats->subvols_skipped++;
-				ret = 0;
-				continue;
-			}
-			if (!ret)
-				ret = btrfs_read_log_root(fs, ids[i], &rp.log);
-			if (!ret)
-				ret = walk_log(&rp);
-			if (!ret && rp.stage == REPLAY_ALL)
-				ret = fixup_inode_link_counts(&rp);
-			if (!ret && stats && rp.stage == REPLAY_INODES)
-				stats->subvols++;
-		}
-	}
-	free(ids);
+		stats->log_blocks = 0;
+	ret = tlog_log_for_each_block(fs, pin_log_block, &rp);
+	for (rp.stage = REPLAY_INODES; !ret && rp.stage <= REPLAY_ALL; rp.stage++)
+		for (size_t i = 0; !ret && i < subvols.nr; i++)
+			ret = replay_subvol_stage(&rp, subvols.ids[i]);
+	tlog_log_subvols_free(&subvols);
 	if (!ret)
 		ret = tlog_trans_run_deferred_frees(trans);
 	if (!ret)
