@@ -23,6 +23,7 @@
 #include "messages.h"
 #include "open.h"
 #include "print-tree.h"
+#include "tree-checker.h"
 
 static const char * const dump_log_usage[] = {
 	"tlogctl dump-log [--format json] IMAGE",
@@ -171,47 +172,23 @@ static void add_name(struct log_ctx *ctx, u8 key_type, u64 parent, u64 index,
 	add_fact(ctx, "names", o);
 }
 
-/* An INODE_REF item packs every name the inode has in directory key.offset. */
-static int decode_inode_ref(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
-			    const struct btrfs_key *key)
+/*
+ * An INODE_REF item packs every name the inode has in directory key.offset,
+ * an INODE_EXTREF (keyed by a name hash) names each entry's parent.
+ */
+static int decode_inode_refs(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
+			     const struct btrfs_key *key)
 {
-	const u8 *p = btrfs_item_ptr(leaf, slot);
 	u32 size = btrfs_item_size(leaf, slot), pos = 0;
 
 	while (pos < size) {
-		const struct btrfs_inode_ref *ref = (const void *)(p + pos);
-		u16 len;
+		struct tlog_ref_entry ref;
+		int len = btrfs_ref_entry_at(leaf, slot, key, pos, &ref, NULL, 0);
 
-		if (size - pos < sizeof(*ref))
-			return -EUCLEAN;
-		len = btrfs_inode_ref_name_len(ref);
-		if (size - pos - sizeof(*ref) < len)
-			return -EUCLEAN;
-		add_name(ctx, key->type, key->offset, btrfs_inode_ref_index(ref), ref + 1, len);
-		pos += sizeof(*ref) + len;
-	}
-	return 0;
-}
-
-/* INODE_EXTREF items are keyed by a name hash; each entry names its parent. */
-static int decode_inode_extref(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
-			       const struct btrfs_key *key)
-{
-	const u8 *p = btrfs_item_ptr(leaf, slot);
-	u32 size = btrfs_item_size(leaf, slot), pos = 0;
-
-	while (pos < size) {
-		const struct btrfs_inode_extref *ref = (const void *)(p + pos);
-		u16 len;
-
-		if (size - pos < sizeof(*ref))
-			return -EUCLEAN;
-		len = btrfs_inode_extref_name_len(ref);
-		if (size - pos - sizeof(*ref) < len)
-			return -EUCLEAN;
-		add_name(ctx, key->type, btrfs_inode_extref_parent_objectid(ref),
-			 btrfs_inode_extref_index(ref), ref + 1, len);
-		pos += sizeof(*ref) + len;
+		if (len < 0)
+			return len;
+		add_name(ctx, key->type, ref.parent, ref.index, ref.name, ref.name_len);
+		pos += len;
 	}
 	return 0;
 }
@@ -337,9 +314,8 @@ static int decode_inode_key(struct log_ctx *ctx, const struct extent_buffer *lea
 	case BTRFS_INODE_ITEM_KEY:
 		return decode_inode_item(ctx, leaf, slot);
 	case BTRFS_INODE_REF_KEY:
-		return decode_inode_ref(ctx, leaf, slot, key);
 	case BTRFS_INODE_EXTREF_KEY:
-		return decode_inode_extref(ctx, leaf, slot, key);
+		return decode_inode_refs(ctx, leaf, slot, key);
 	case BTRFS_XATTR_ITEM_KEY:
 	case BTRFS_DIR_ITEM_KEY:
 	case BTRFS_DIR_INDEX_KEY:

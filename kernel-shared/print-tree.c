@@ -21,6 +21,7 @@
 #include "print-tree.h"
 #include "errctx.h"
 #include "inode.h"
+#include "tree-checker.h"
 #include "volumes.h"
 
 /* Key types that only old filesystems have; format.h does not need them. */
@@ -631,102 +632,58 @@ static void print_inode_item(struct item_ctx *c)
 	jadd_time(c->data, "otime", &ii->otime);
 }
 
-/* An INODE_REF item packs one (index, name) record per hard link in a dir. */
+/*
+ * An INODE_REF item packs one (index, name) record per hard link in a dir,
+ * an INODE_EXTREF one (index, parent, name) per name hash.
+ */
+static void print_one_ref(struct item_ctx *c, const struct tlog_ref_entry *ref,
+			  json_object *refs)
+{
+	bool ext = c->key.type == BTRFS_INODE_EXTREF_KEY;
+	json_object *r;
+
+	if (c->out) {
+		fprintf(c->out, "\t\tindex %llu", (unsigned long long)ref->index);
+		if (ext)
+			fprintf(c->out, " parent %llu", (unsigned long long)ref->parent);
+		fprintf(c->out, " namelen %u name: %.*s\n", ref->name_len,
+			text_len(ref->name_len), ref->name);
+		return;
+	}
+	r = json_object_new_object();
+	jadd_u64(r, "index", ref->index);
+	if (ext)
+		jadd_u64(r, "parent", ref->parent);
+	jadd_u64(r, "namelen", ref->name_len);
+	jadd_bytes(r, "name", ref->name, ref->name_len);
+	json_object_array_add(refs, r);
+}
+
 static void print_inode_refs(struct item_ctx *c)
 {
 	json_object *refs = c->out ? NULL : json_object_new_array();
 	u32 cur = 0;
 
 	while (cur < c->size) {
-		const struct btrfs_inode_ref *ref = (const void *)(c->ptr + cur);
-		const char *name;
-		u16 len;
+		struct tlog_ref_entry ref;
+		char note[256];
+		int len = btrfs_ref_entry_at(c->leaf, c->slot, &c->key, cur, &ref, note,
+					     sizeof(note));
 
-		if (c->size - cur < sizeof(*ref)) {
-			item_note(c, "truncated inode ref at byte %u", cur);
+		if (len < 0) {
+			item_note(c, "%s", note);
 			break;
 		}
-		len = btrfs_inode_ref_name_len(ref);
-		if (len > c->size - cur - sizeof(*ref)) {
-			item_note(c, "inode ref name length %u past item end", len);
-			break;
-		}
-		name = (const char *)(ref + 1);
-		if (c->out) {
-			fprintf(c->out, "\t\tindex %llu namelen %u name: %.*s\n",
-				(unsigned long long)btrfs_inode_ref_index(ref), len,
-				text_len(len), name);
-		} else {
-			json_object *r = json_object_new_object();
-
-			jadd_u64(r, "index", btrfs_inode_ref_index(ref));
-			jadd_u64(r, "namelen", len);
-			jadd_bytes(r, "name", name, len);
-			json_object_array_add(refs, r);
-		}
-		cur += sizeof(*ref) + len;
+		print_one_ref(c, &ref, refs);
+		cur += len;
 	}
 	if (refs)
 		jadd(c->data, "refs", refs);
 }
 
-static void print_inode_extrefs(struct item_ctx *c)
+static void print_one_dir_entry(struct item_ctx *c, const struct tlog_dir_entry *de,
+				json_object *entries)
 {
-	json_object *refs = c->out ? NULL : json_object_new_array();
-	u32 cur = 0;
-
-	while (cur < c->size) {
-		const struct btrfs_inode_extref *ref = (const void *)(c->ptr + cur);
-		const char *name;
-		u16 len;
-
-		if (c->size - cur < sizeof(*ref)) {
-			item_note(c, "truncated inode extref at byte %u", cur);
-			break;
-		}
-		len = btrfs_inode_extref_name_len(ref);
-		if (len > c->size - cur - sizeof(*ref)) {
-			item_note(c, "inode extref name length %u past item end", len);
-			break;
-		}
-		name = (const char *)(ref + 1);
-		if (c->out) {
-			fprintf(c->out, "\t\tindex %llu parent %llu namelen %u name: %.*s\n",
-				(unsigned long long)btrfs_inode_extref_index(ref),
-				(unsigned long long)btrfs_inode_extref_parent_objectid(ref),
-				len, text_len(len), name);
-		} else {
-			json_object *r = json_object_new_object();
-
-			jadd_u64(r, "index", btrfs_inode_extref_index(ref));
-			jadd_u64(r, "parent", btrfs_inode_extref_parent_objectid(ref));
-			jadd_u64(r, "namelen", len);
-			jadd_bytes(r, "name", name, len);
-			json_object_array_add(refs, r);
-		}
-		cur += sizeof(*ref) + len;
-	}
-	if (refs)
-		jadd(c->data, "refs", refs);
-}
-
-struct dir_walk {
-	struct item_ctx *c;
-	json_object *entries;
-};
-
-static int print_one_dir_entry(const struct tlog_dir_entry *de, void *arg)
-{
-	struct dir_walk *w = arg;
-	struct item_ctx *c = w->c;
-	/*
-	 * The walker hands out the name only; the value of an xattr follows
-	 * it, and the record header in front of the name says how long it is.
-	 * The walker has already checked both lengths against the item.
-	 */
-	const struct btrfs_dir_item *di = (const struct btrfs_dir_item *)de->name - 1;
-	u16 data_len = btrfs_dir_item_data_len(di);
-	const char *data = de->name + de->name_len;
 	char type[32];
 
 	dir_type_to_str(de->type, type, sizeof(type));
@@ -736,10 +693,11 @@ static int print_one_dir_entry(const struct tlog_dir_entry *de, void *arg)
 		btrfs_key_to_str(&de->location, key, sizeof(key));
 		fprintf(c->out, "\t\tlocation key %s type %s\n", key, type);
 		fprintf(c->out, "\t\ttransid %llu data_len %u name_len %u\n",
-			(unsigned long long)de->transid, data_len, de->name_len);
+			(unsigned long long)de->transid, de->data_len, de->name_len);
 		fprintf(c->out, "\t\tname: %.*s\n", text_len(de->name_len), de->name);
-		if (data_len)
-			fprintf(c->out, "\t\tdata %.*s\n", text_len(data_len), data);
+		if (de->data_len)
+			fprintf(c->out, "\t\tdata %.*s\n", text_len(de->data_len),
+				(const char *)de->data);
 	} else {
 		json_object *e = json_object_new_object();
 
@@ -747,41 +705,38 @@ static int print_one_dir_entry(const struct tlog_dir_entry *de, void *arg)
 		jadd_u64(e, "type", de->type);
 		jadd_str(e, "type_name", type);
 		jadd_u64(e, "transid", de->transid);
-		jadd_u64(e, "data_len", data_len);
+		jadd_u64(e, "data_len", de->data_len);
 		jadd_u64(e, "name_len", de->name_len);
 		jadd_bytes(e, "name", de->name, de->name_len);
-		if (data_len)
-			jadd_bytes(e, "data", data, data_len);
-		json_object_array_add(w->entries, e);
+		if (de->data_len)
+			jadd_bytes(e, "data", de->data, de->data_len);
+		json_object_array_add(entries, e);
 	}
-	return 0;
 }
 
+/* Every entry that can be read is shown, with a note for each rule it breaks. */
 static void print_dir_items(struct item_ctx *c)
 {
-	struct dir_walk w = { .c = c };
-	const char *prev = tlog_error_get();
-	char saved[512];
-	bool had_error = prev != NULL;
-	int ret;
+	json_object *entries = c->out ? NULL : json_object_new_array();
+	u32 cur = 0;
 
-	/* the walker records why it stopped; a formatter must not clobber that */
-	if (had_error)
-		snprintf(saved, sizeof(saved), "%s", prev);
-	if (!c->out)
-		w.entries = json_object_new_array();
-	ret = btrfs_for_each_dir_entry(c->leaf, c->slot, print_one_dir_entry, &w);
-	if (w.entries)
-		jadd(c->data, "entries", w.entries);
-	if (ret < 0) {
-		const char *why = tlog_error_get();
+	while (cur < c->size) {
+		struct tlog_dir_entry de;
+		char note[256];
+		int len = btrfs_dir_entry_at(c->leaf, c->slot, &c->key, cur, &de, note,
+					     sizeof(note));
 
-		item_note(c, "%s", why ? why : "malformed dir item");
-		if (had_error)
-			tlog_error_set("%s", saved);
-		else
-			tlog_error_clear();
+		if (len < 0) {
+			item_note(c, "%s", note);
+			break;
+		}
+		print_one_dir_entry(c, &de, entries);
+		if (note[0])
+			item_note(c, "%s", note);
+		cur += len;
 	}
+	if (entries)
+		jadd(c->data, "entries", entries);
 }
 
 static void print_dir_log_item(struct item_ctx *c)
@@ -1007,28 +962,24 @@ static void print_root_item(struct item_ctx *c)
 
 static void print_root_ref(struct item_ctx *c)
 {
-	const struct btrfs_root_ref *ref = (const void *)c->ptr;
-	const char *name = (const char *)(ref + 1);
-	u16 len;
+	struct tlog_root_ref ref;
+	char note[256];
 
-	if (!item_fits(c, sizeof(*ref)))
-		return;
-	len = btrfs_root_ref_name_len(ref);
-	if (len > c->size - sizeof(*ref)) {
-		item_note(c, "root ref name length %u past item end", len);
+	if (btrfs_decode_root_ref(c->leaf, c->slot, &c->key, &ref, note, sizeof(note))) {
+		item_note(c, "%s", note);
 		return;
 	}
 	if (c->out) {
 		fprintf(c->out, "\t\troot %s key dirid %llu sequence %llu name %.*s\n",
 			c->key.type == BTRFS_ROOT_REF_KEY ? "ref" : "backref",
-			(unsigned long long)btrfs_root_ref_dirid(ref),
-			(unsigned long long)btrfs_root_ref_sequence(ref), text_len(len), name);
+			(unsigned long long)ref.dirid, (unsigned long long)ref.sequence,
+			text_len(ref.name_len), ref.name);
 		return;
 	}
-	jadd_u64(c->data, "dirid", btrfs_root_ref_dirid(ref));
-	jadd_u64(c->data, "sequence", btrfs_root_ref_sequence(ref));
-	jadd_u64(c->data, "name_len", len);
-	jadd_bytes(c->data, "name", name, len);
+	jadd_u64(c->data, "dirid", ref.dirid);
+	jadd_u64(c->data, "sequence", ref.sequence);
+	jadd_u64(c->data, "name_len", ref.name_len);
+	jadd_bytes(c->data, "name", ref.name, ref.name_len);
 }
 
 /* ---- extent back references ---- */
@@ -1778,10 +1729,8 @@ static void decode_item(struct item_ctx *c)
 		print_inode_item(c);
 		break;
 	case BTRFS_INODE_REF_KEY:
-		print_inode_refs(c);
-		break;
 	case BTRFS_INODE_EXTREF_KEY:
-		print_inode_extrefs(c);
+		print_inode_refs(c);
 		break;
 	case BTRFS_DIR_ITEM_KEY:
 	case BTRFS_DIR_INDEX_KEY:

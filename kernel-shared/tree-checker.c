@@ -32,21 +32,46 @@
 #define NR_COMPRESS_TYPES	4
 #define MODE_PERM_BITS		07777
 
+/*
+ * The newest finding of this thread: the error context keeps only its
+ * text, a checker that gathers many findings wants its fields.
+ */
+static _Thread_local struct tlog_finding last_finding;
+
+const struct tlog_finding *tlog_last_finding(void)
+{
+	return &last_finding;
+}
+
+static void fill_finding(struct tlog_finding *f, const struct extent_buffer *leaf, int slot,
+			 const struct btrfs_key *key, const char *kind, const char *what)
+{
+	f->tree = btrfs_header_owner(eb_header(leaf));
+	f->block = leaf->start;
+	f->slot = slot;
+	f->key = *key;
+	snprintf(f->kind, sizeof(f->kind), "%s", kind);
+	snprintf(f->what, sizeof(f->what), "%s", what);
+}
+
+/* Record what is wrong with the item at @slot, and where; returns -EUCLEAN. */
 __attribute__((format(printf, 5, 6)))
 static int item_error(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key,
 		      const char *kind, const char *fmt, ...)
 {
-	char what[256], tree[64];
+	struct tlog_finding *f = &last_finding;
+	char what[sizeof(f->what)], tree[64];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	btrfs_tree_name(btrfs_header_owner(eb_header(leaf)), tree, sizeof(tree));
+	fill_finding(f, leaf, slot, key, kind, what);
+	btrfs_tree_name(f->tree, tree, sizeof(tree));
 	return tlog_error(-EUCLEAN, "%s block %llu slot %d key (%llu %u %llu): %s: %s",
-			  tree, (unsigned long long)leaf->start, slot,
+			  tree, (unsigned long long)f->block, slot,
 			  (unsigned long long)key->objectid, key->type,
-			  (unsigned long long)key->offset, kind, what);
+			  (unsigned long long)key->offset, kind, f->what);
 }
 
 static bool is_inode_objectid(u64 id)
@@ -186,69 +211,216 @@ static int check_file_extent(const struct tlog_fs *fs, const struct extent_buffe
 	return 0;
 }
 
+/* ---- inodes, names, roots, block groups, devices, free space ---- */
+
+/*
+ * What is wrong with an entry: nothing, a rule the kernel enforces (the
+ * entry can still be read, and a tolerant reader shows it), or its
+ * lengths, which leave nothing to read.
+ */
+enum entry_verdict {
+	ENTRY_OK,
+	ENTRY_BREAKS_RULE,
+	ENTRY_UNREADABLE,
+};
+
 /*
  * Directory entries and xattrs: each entry fits the item, names a known
  * type (xattrs only in XATTR_ITEMs), has a name of at most 255 bytes and
  * data only if it is an xattr; a name-hashed item's key is its hash.
  */
-static int check_dir_item(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key)
+static enum entry_verdict judge_dir_entry(const u8 *ptr, u32 size, u32 cur,
+					  const struct btrfs_key *key, char *what, size_t n)
+{
+	const struct btrfs_dir_item *di = (const void *)(ptr + cur);
+	bool xattr = key->type == BTRFS_XATTR_ITEM_KEY;
+	enum entry_verdict broken;
+	u16 name_len, data_len;
+	u8 type;
+
+	if (size - cur < sizeof(*di)) {
+		snprintf(what, n, "entry header at %u is cut off", cur);
+		return ENTRY_UNREADABLE;
+	}
+	name_len = btrfs_dir_item_name_len(di);
+	data_len = btrfs_dir_item_data_len(di);
+	type = btrfs_dir_item_type(di) & ~BTRFS_FT_ENCRYPTED;
+	/* a rule broken by an entry that does not fit is reported as the first thing wrong */
+	broken = (u32)name_len + data_len > size - cur - sizeof(*di) ? ENTRY_UNREADABLE
+								     : ENTRY_BREAKS_RULE;
+	if (type == BTRFS_FT_UNKNOWN || type >= BTRFS_FT_MAX)
+		return snprintf(what, n, "invalid type %u", type), broken;
+	if (xattr != (type == BTRFS_FT_XATTR))
+		return snprintf(what, n, "type %u in %s item", type,
+				xattr ? "an xattr" : "a directory"), broken;
+	if (name_len == 0 || name_len > BTRFS_NAME_LEN)
+		return snprintf(what, n, "name of %u bytes", name_len), broken;
+	if (data_len && !xattr)
+		return snprintf(what, n, "%u bytes of data in a directory entry", data_len), broken;
+	if (broken == ENTRY_UNREADABLE)
+		return snprintf(what, n, "entry at %u does not fit", cur), broken;
+	if (key->type != BTRFS_DIR_INDEX_KEY &&
+	    btrfs_name_hash((const char *)(di + 1), name_len) != key->offset)
+		return snprintf(what, n, "name hash mismatch"), ENTRY_BREAKS_RULE;
+	return ENTRY_OK;
+}
+
+static void fill_dir_entry(const struct btrfs_dir_item *di, const struct btrfs_key *key,
+			   struct tlog_dir_entry *de)
+{
+	de->dir = key->objectid;
+	btrfs_disk_key_to_cpu(&de->location, &di->location);
+	de->index = key->type == BTRFS_DIR_INDEX_KEY ? key->offset : 0;
+	de->transid = btrfs_dir_item_transid(di);
+	de->type = btrfs_dir_item_type(di);
+	de->name_len = btrfs_dir_item_name_len(di);
+	de->name = (const char *)(di + 1);
+	de->data_len = btrfs_dir_item_data_len(di);
+	de->data = (const u8 *)(di + 1) + de->name_len;
+}
+
+/*
+ * The verdict @what on an entry: refused with a finding, or for a tolerant
+ * reader (@note) written down; an unreadable entry is refused either way.
+ */
+static int entry_verdict(enum entry_verdict v, const char *what, const struct extent_buffer *leaf,
+			 int slot, const struct btrfs_key *key, const char *kind,
+			 char *note, size_t note_size)
+{
+	if (v == ENTRY_OK)
+		return 0;
+	if (!note)
+		return item_error(leaf, slot, key, kind, "%s", what);
+	snprintf(note, note_size, "%s: %s", kind, what);
+	return v == ENTRY_UNREADABLE ? -EUCLEAN : 0;
+}
+
+int btrfs_dir_entry_at(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key,
+		       u32 cur, struct tlog_dir_entry *de, char *note, size_t note_size)
 {
 	const u8 *ptr = btrfs_item_ptr(leaf, slot);
+	char what[sizeof(last_finding.what)];
+	enum entry_verdict v;
+	int ret;
+
+	if (note)
+		note[0] = '\0';
+	v = judge_dir_entry(ptr, btrfs_item_size(leaf, slot), cur, key, what, sizeof(what));
+	ret = entry_verdict(v, what, leaf, slot, key, "dir item", note, note_size);
+	if (ret)
+		return ret;
+	fill_dir_entry((const void *)(ptr + cur), key, de);
+	return (int)(sizeof(struct btrfs_dir_item) + de->name_len + de->data_len);
+}
+
+static int check_dir_item(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key)
+{
 	u32 size = btrfs_item_size(leaf, slot), cur = 0;
-	bool xattr = key->type == BTRFS_XATTR_ITEM_KEY;
 
 	while (cur < size) {
-		const struct btrfs_dir_item *di = (const void *)(ptr + cur);
-		u16 name_len, data_len;
-		u8 type;
+		struct tlog_dir_entry de;
+		int len = btrfs_dir_entry_at(leaf, slot, key, cur, &de, NULL, 0);
 
-		if (size - cur < sizeof(*di))
-			return item_error(leaf, slot, key, "dir item", "entry header at %u is cut off", cur);
-		name_len = btrfs_dir_item_name_len(di);
-		data_len = btrfs_dir_item_data_len(di);
-		type = btrfs_dir_item_type(di) & ~BTRFS_FT_ENCRYPTED;
-		if (type == BTRFS_FT_UNKNOWN || type >= BTRFS_FT_MAX)
-			return item_error(leaf, slot, key, "dir item", "invalid type %u", type);
-		if (xattr != (type == BTRFS_FT_XATTR))
-			return item_error(leaf, slot, key, "dir item", "type %u in %s item", type,
-					  xattr ? "an xattr" : "a directory");
-		if (name_len == 0 || name_len > BTRFS_NAME_LEN)
-			return item_error(leaf, slot, key, "dir item", "name of %u bytes", name_len);
-		if (data_len && !xattr)
-			return item_error(leaf, slot, key, "dir item", "%u bytes of data in a directory entry",
-					  data_len);
-		if ((u32)name_len + data_len > size - cur - sizeof(*di))
-			return item_error(leaf, slot, key, "dir item", "entry at %u does not fit", cur);
-		if (key->type != BTRFS_DIR_INDEX_KEY &&
-		    btrfs_name_hash((const char *)(di + 1), name_len) != key->offset)
-			return item_error(leaf, slot, key, "dir item", "name hash mismatch");
-		cur += sizeof(*di) + name_len + data_len;
+		if (len < 0)
+			return len;
+		cur += len;
 	}
 	return 0;
 }
 
-/* Inode refs and extrefs: a chain of headers, each with the name it counts. */
-static int check_inode_ref(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key)
+/*
+ * Inode refs and extrefs: a chain of headers, each with the name it
+ * counts; an INODE_REF's parent is its key's offset.
+ */
+static enum entry_verdict judge_ref_entry(const u8 *ptr, u32 size, u32 cur,
+					  const struct btrfs_key *key, struct tlog_ref_entry *ref,
+					  char *what, size_t n)
 {
-	const u8 *ptr = btrfs_item_ptr(leaf, slot);
-	u32 size = btrfs_item_size(leaf, slot), cur = 0;
 	bool ext = key->type == BTRFS_INODE_EXTREF_KEY;
 	u32 hdr = ext ? sizeof(struct btrfs_inode_extref) : sizeof(struct btrfs_inode_ref);
+
+	if (size - cur < hdr) {
+		snprintf(what, n, "header at %u is cut off", cur);
+		return ENTRY_UNREADABLE;
+	}
+	if (ext) {
+		const struct btrfs_inode_extref *e = (const void *)(ptr + cur);
+
+		ref->parent = btrfs_inode_extref_parent_objectid(e);
+		ref->index = btrfs_inode_extref_index(e);
+		ref->name_len = btrfs_inode_extref_name_len(e);
+	} else {
+		const struct btrfs_inode_ref *r = (const void *)(ptr + cur);
+
+		ref->parent = key->offset;
+		ref->index = btrfs_inode_ref_index(r);
+		ref->name_len = btrfs_inode_ref_name_len(r);
+	}
+	ref->name = (const char *)(ptr + cur + hdr);
+	ref->len = hdr + ref->name_len;
+	if (ref->name_len > size - cur - hdr) {
+		snprintf(what, n, "name at %u does not fit", cur);
+		return ENTRY_UNREADABLE;
+	}
+	return ENTRY_OK;
+}
+
+int btrfs_ref_entry_at(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key,
+		       u32 cur, struct tlog_ref_entry *ref, char *note, size_t note_size)
+{
+	char what[sizeof(last_finding.what)];
+	enum entry_verdict v;
+	int ret;
+
+	if (note)
+		note[0] = '\0';
+	v = judge_ref_entry(btrfs_item_ptr(leaf, slot), btrfs_item_size(leaf, slot), cur, key,
+			    ref, what, sizeof(what));
+	ret = entry_verdict(v, what, leaf, slot, key, "inode ref", note, note_size);
+	return ret ? ret : (int)ref->len;
+}
+
+static int check_inode_ref(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key)
+{
+	u32 size = btrfs_item_size(leaf, slot), cur = 0;
 
 	if (size == 0)
 		return item_error(leaf, slot, key, "inode ref", "empty item");
 	while (cur < size) {
-		u16 len;
+		struct tlog_ref_entry ref;
+		int len = btrfs_ref_entry_at(leaf, slot, key, cur, &ref, NULL, 0);
 
-		if (size - cur < hdr)
-			return item_error(leaf, slot, key, "inode ref", "header at %u is cut off", cur);
-		len = ext ? btrfs_inode_extref_name_len((const void *)(ptr + cur))
-			  : btrfs_inode_ref_name_len((const void *)(ptr + cur));
-		if (len > size - cur - hdr)
-			return item_error(leaf, slot, key, "inode ref", "name at %u does not fit", cur);
-		cur += hdr + len;
+		if (len < 0)
+			return len;
+		cur += len;
 	}
 	return 0;
+}
+
+/* A ROOT_REF or ROOT_BACKREF: the directory and name of a subvolume's link. */
+int btrfs_decode_root_ref(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key,
+			  struct tlog_root_ref *ref, char *note, size_t note_size)
+{
+	const struct btrfs_root_ref *rr = btrfs_item_ptr(leaf, slot);
+	u32 size = btrfs_item_size(leaf, slot);
+	char what[sizeof(last_finding.what)];
+	enum entry_verdict v = ENTRY_UNREADABLE;
+
+	if (note)
+		note[0] = '\0';
+	if (size < sizeof(*rr)) {
+		snprintf(what, sizeof(what), "item size %u is too small", size);
+	} else if (btrfs_root_ref_name_len(rr) > size - sizeof(*rr)) {
+		snprintf(what, sizeof(what), "name length %u past item end",
+			 btrfs_root_ref_name_len(rr));
+	} else {
+		ref->dirid = btrfs_root_ref_dirid(rr);
+		ref->sequence = btrfs_root_ref_sequence(rr);
+		ref->name_len = btrfs_root_ref_name_len(rr);
+		ref->name = (const char *)(rr + 1);
+		v = ENTRY_OK;
+	}
+	return entry_verdict(v, what, leaf, slot, key, "root ref", note, note_size);
 }
 
 int btrfs_check_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,

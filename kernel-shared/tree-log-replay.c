@@ -407,23 +407,6 @@ struct xattr_scan {
 	bool found;
 };
 
-/* Whether the dir-format item at the path has an entry named @name. */
-static bool item_has_name(const struct btrfs_path *path, const char *name, u16 len)
-{
-	const u8 *p = btrfs_item_ptr(path->nodes[0], path->slots[0]);
-	u32 size = btrfs_item_size(path->nodes[0], path->slots[0]), cur = 0;
-
-	while (cur + sizeof(struct btrfs_dir_item) <= size) {
-		const struct btrfs_dir_item *di = (const void *)(p + cur);
-		u32 nl = btrfs_dir_item_name_len(di);
-
-		if (nl == len && cur + sizeof(*di) + nl <= size && memcmp(di + 1, name, nl) == 0)
-			return true;
-		cur += sizeof(*di) + nl + btrfs_dir_item_data_len(di);
-	}
-	return false;
-}
-
 static int check_xattr_in_log(const struct tlog_dir_entry *de, void *arg)
 {
 	struct xattr_scan *xs = arg;
@@ -434,10 +417,15 @@ static int check_xattr_in_log(const struct tlog_dir_entry *de, void *arg)
 
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot(xs->rp->log, &key, &path);
-	if (ret == 0)
-		ret = item_has_name(&path, de->name, de->name_len);
-	else if (ret > 0)
+	if (ret == 0) {
+		struct tlog_dir_entry found;
+
+		ret = btrfs_find_name_in_dir_item(path.nodes[0], path.slots[0], de->name,
+						  de->name_len, &found, NULL);
+		ret = ret == -ENOENT ? 0 : ret ? ret : 1;
+	} else if (ret > 0) {
 		ret = 0;
+	}
 	btrfs_release_path(&path);
 	if (ret)
 		return ret < 0 ? ret : 0;
