@@ -43,6 +43,21 @@ int btrfs_check_item(const struct tlog_fs *fs, const struct extent_buffer *leaf,
 		     const struct btrfs_key *key, const struct btrfs_key *prev);
 
 /*
+ * The chunk at @logical (@item_size bytes, from the chunk tree or the
+ * sys_chunk_array): what the kernel's chunk validation demands, minus
+ * multi-device rules, and every stripe on our device inside it.
+ */
+int btrfs_check_chunk(const struct tlog_fs *fs, u64 logical, const struct btrfs_chunk *chunk,
+		      u32 item_size);
+
+/*
+ * The chunk tree's DEV_ITEM at @slot agrees with the superblock's copy;
+ * -EOPNOTSUPP for another device's item.
+ */
+int btrfs_check_dev_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			 const struct btrfs_key *key);
+
+/*
  * The decoders: one for each item format, used by every reader.  A strict
  * reader passes @note NULL and gets the item refused (-EUCLEAN, with a
  * finding) for anything the checks above refuse.  A tolerant reader
