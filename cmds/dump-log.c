@@ -132,15 +132,19 @@ static void add_fact(struct log_ctx *ctx, const char *array, json_object *fact)
 	json_object_array_add(a, fact);
 }
 
-static int decode_inode_item(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot)
+static int decode_inode_item(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
+			     const struct btrfs_key *key)
 {
 	const struct btrfs_inode_item *ii;
+	char note[256];
 	json_object *o;
 	u32 mode;
+	int ret;
 
-	if (btrfs_item_size(leaf, slot) < sizeof(*ii))
-		return -EUCLEAN;
-	ii = btrfs_item_ptr(leaf, slot);
+	/* shown as logged, rules broken or not: replay is what judges them */
+	ret = btrfs_decode_inode_item(ctx->fs, leaf, slot, key, &ii, note, sizeof(note));
+	if (ret)
+		return tlog_error(ret, "%s", note);
 	mode = btrfs_inode_item_mode(ii);
 	o = json_object_new_object();
 	json_add_str(o, "type", inode_type_name(mode));
@@ -312,7 +316,7 @@ static int decode_inode_key(struct log_ctx *ctx, const struct extent_buffer *lea
 
 	switch (key->type) {
 	case BTRFS_INODE_ITEM_KEY:
-		return decode_inode_item(ctx, leaf, slot);
+		return decode_inode_item(ctx, leaf, slot, key);
 	case BTRFS_INODE_REF_KEY:
 	case BTRFS_INODE_EXTREF_KEY:
 		return decode_inode_refs(ctx, leaf, slot, key);

@@ -579,10 +579,14 @@ void btrfs_tree_name(u64 objectid, char *buf, size_t size)
 
 static void print_inode_item(struct item_ctx *c)
 {
-	const struct btrfs_inode_item *ii = (const void *)c->ptr;
-	char flags[FLAGS_STR_LEN];
+	const struct btrfs_inode_item *ii;
+	char flags[FLAGS_STR_LEN], note[256];
+	int ret = btrfs_decode_inode_item(c->fs, c->leaf, c->slot, &c->key, &ii, note,
+					  sizeof(note));
 
-	if (!item_fits(c, sizeof(*ii)))
+	if (note[0])
+		item_note(c, "%s", note);
+	if (ret)
 		return;
 	inode_flags_to_str(btrfs_inode_item_flags(ii), flags, sizeof(flags));
 	if (c->out) {

@@ -91,46 +91,6 @@ static bool is_valid_file_type(u32 mode)
 	return false;
 }
 
-/*
- * An inode: its size, a file type and nothing but permission bits beside
- * it, generations no newer than the transaction being logged, one link at
- * most for a directory, and only flags the kernel knows.
- */
-static int check_inode_item(const struct tlog_fs *fs, const struct extent_buffer *leaf,
-			    int slot, const struct btrfs_key *key)
-{
-	const struct btrfs_inode_item *ii = btrfs_item_ptr(leaf, slot);
-	u64 newest = btrfs_super_block_generation(&fs->super) + 1;
-	u64 flags;
-	u32 mode;
-
-	if (!is_inode_objectid(key->objectid) || key->offset != 0)
-		return item_error(leaf, slot, key, "inode", "invalid key");
-	if (btrfs_item_size(leaf, slot) != sizeof(*ii))
-		return item_error(leaf, slot, key, "inode", "item size %u, expected %zu",
-				  btrfs_item_size(leaf, slot), sizeof(*ii));
-	if (btrfs_inode_item_generation(ii) > newest)
-		return item_error(leaf, slot, key, "inode", "generation %llu is newer than %llu",
-				  (unsigned long long)btrfs_inode_item_generation(ii),
-				  (unsigned long long)newest);
-	if (btrfs_inode_item_transid(ii) > newest)
-		return item_error(leaf, slot, key, "inode", "transid %llu is newer than %llu",
-				  (unsigned long long)btrfs_inode_item_transid(ii),
-				  (unsigned long long)newest);
-	mode = btrfs_inode_item_mode(ii);
-	if ((mode & ~(S_IFMT | MODE_PERM_BITS)) || !is_valid_file_type(mode))
-		return item_error(leaf, slot, key, "inode", "invalid mode 0%o", mode);
-	if (S_ISDIR(mode) && btrfs_inode_item_nlink(ii) > 1)
-		return item_error(leaf, slot, key, "inode", "directory with %u links",
-				  btrfs_inode_item_nlink(ii));
-	flags = btrfs_inode_item_flags(ii);
-	if ((flags & 0xffffffffULL & ~INODE_FLAGS_KNOWN) ||
-	    (flags & ~0xffffffffULL & ~INODE_RO_FLAGS_KNOWN))
-		return item_error(leaf, slot, key, "inode", "unknown flags 0x%llx",
-				  (unsigned long long)flags);
-	return 0;
-}
-
 /* Where the file extent at @slot ends in the file. */
 static u64 file_extent_end(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key)
 {
@@ -294,6 +254,74 @@ static int entry_verdict(enum entry_verdict v, const char *what, const struct ex
 		return item_error(leaf, slot, key, kind, "%s", what);
 	snprintf(note, note_size, "%s: %s", kind, what);
 	return v == ENTRY_UNREADABLE ? -EUCLEAN : 0;
+}
+
+/*
+ * An inode: its size, a file type and nothing but permission bits beside
+ * it, generations no newer than the transaction being logged, one link at
+ * most for a directory, and only flags the kernel knows.  An item larger
+ * than an inode can still be read.  @fs may be NULL: no generation rule.
+ */
+static enum entry_verdict judge_inode_item(const struct tlog_fs *fs, const u8 *ptr, u32 size,
+					   const struct btrfs_key *key, char *what, size_t n)
+{
+	const struct btrfs_inode_item *ii = (const void *)ptr;
+	/* a printer may show a leaf with no filesystem around it */
+	u64 newest = fs ? btrfs_super_block_generation(&fs->super) + 1 : (u64)-1;
+	u64 flags;
+	u32 mode;
+
+	if (!is_inode_objectid(key->objectid) || key->offset != 0)
+		return snprintf(what, n, "invalid key"), ENTRY_BREAKS_RULE;
+	if (size != sizeof(*ii))
+		return snprintf(what, n, "item size %u, expected %zu", size, sizeof(*ii)),
+		       size < sizeof(*ii) ? ENTRY_UNREADABLE : ENTRY_BREAKS_RULE;
+	if (btrfs_inode_item_generation(ii) > newest)
+		return snprintf(what, n, "generation %llu is newer than %llu",
+				(unsigned long long)btrfs_inode_item_generation(ii),
+				(unsigned long long)newest), ENTRY_BREAKS_RULE;
+	if (btrfs_inode_item_transid(ii) > newest)
+		return snprintf(what, n, "transid %llu is newer than %llu",
+				(unsigned long long)btrfs_inode_item_transid(ii),
+				(unsigned long long)newest), ENTRY_BREAKS_RULE;
+	mode = btrfs_inode_item_mode(ii);
+	if ((mode & ~(S_IFMT | MODE_PERM_BITS)) || !is_valid_file_type(mode))
+		return snprintf(what, n, "invalid mode 0%o", mode), ENTRY_BREAKS_RULE;
+	if (S_ISDIR(mode) && btrfs_inode_item_nlink(ii) > 1)
+		return snprintf(what, n, "directory with %u links", btrfs_inode_item_nlink(ii)),
+		       ENTRY_BREAKS_RULE;
+	flags = btrfs_inode_item_flags(ii);
+	if ((flags & 0xffffffffULL & ~INODE_FLAGS_KNOWN) ||
+	    (flags & ~0xffffffffULL & ~INODE_RO_FLAGS_KNOWN))
+		return snprintf(what, n, "unknown flags 0x%llx", (unsigned long long)flags),
+		       ENTRY_BREAKS_RULE;
+	return ENTRY_OK;
+}
+
+int btrfs_decode_inode_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			    const struct btrfs_key *key, const struct btrfs_inode_item **ii,
+			    char *note, size_t note_size)
+{
+	char what[sizeof(last_finding.what)];
+	enum entry_verdict v;
+	int ret;
+
+	if (note)
+		note[0] = '\0';
+	v = judge_inode_item(fs, btrfs_item_ptr(leaf, slot), btrfs_item_size(leaf, slot), key,
+			     what, sizeof(what));
+	ret = entry_verdict(v, what, leaf, slot, key, "inode", note, note_size);
+	if (ret == 0)
+		*ii = btrfs_item_ptr(leaf, slot);
+	return ret;
+}
+
+static int check_inode_item(const struct tlog_fs *fs, const struct extent_buffer *leaf,
+			    int slot, const struct btrfs_key *key)
+{
+	const struct btrfs_inode_item *ii;
+
+	return btrfs_decode_inode_item(fs, leaf, slot, key, &ii, NULL, 0);
 }
 
 int btrfs_dir_entry_at(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key,

@@ -67,6 +67,11 @@ int btrfs_check_dev_item(const struct tlog_fs *fs, const struct extent_buffer *l
  * saying why and the error context untouched.
  */
 
+/* The INODE_ITEM at @slot: *@ii points into the leaf. */
+int btrfs_decode_inode_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			    const struct btrfs_key *key, const struct btrfs_inode_item **ii,
+			    char *note, size_t note_size);
+
 /*
  * The entry at byte @cur of the DIR_ITEM, DIR_INDEX or XATTR_ITEM at
  * @slot (key @key): @de filled, pointing into the leaf; returns its

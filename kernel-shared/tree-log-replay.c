@@ -1081,11 +1081,11 @@ static int replay_item(struct replay *rp, const struct extent_buffer *leaf, int 
 		       const struct btrfs_key *key)
 {
 	if (key->type == BTRFS_INODE_ITEM_KEY) {
-		const struct btrfs_inode_item *ii = btrfs_item_ptr(leaf, slot);
+		const struct btrfs_inode_item *ii;
+		int ret = btrfs_decode_inode_item(rp->fs, leaf, slot, key, &ii, NULL, 0);
 
-		if (btrfs_item_size(leaf, slot) < sizeof(*ii))
-			return tlog_error(-EUCLEAN, "log: inode item %llu too small",
-					  (unsigned long long)key->objectid);
+		if (ret)
+			return ret;
 		/* an inode without links (tmpfile, unlinked, replaced): skip it all */
 		rp->ignore_cur_inode = btrfs_inode_item_nlink(ii) == 0;
 		if (rp->ignore_cur_inode) {
