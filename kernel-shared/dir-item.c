@@ -456,17 +456,8 @@ int btrfs_update_inode(struct tlog_trans *trans, struct btrfs_root *root, u64 in
 				 (unsigned long long)root->root_key.objectid);
 	if (ret == 0) {
 		const struct btrfs_inode_item *ii;
-		char note[sizeof(tlog_last_finding()->what)];
 
-		/*
-		 * Only whether the item can be read matters to a change of
-		 * it: a rule it breaks (a directory's link count while replay
-		 * counts them) is for its readers to judge.
-		 */
-		ret = btrfs_decode_inode_item(trans->fs, path.nodes[0], path.slots[0], &key, &ii,
-					      note, sizeof(note));
-		if (ret)
-			ret = tlog_error(ret, "inode %llu: %s", (unsigned long long)ino, note);
+		ret = btrfs_inode_item_at(trans->fs, &path, &ii);
 	}
 	if (ret == 0) {
 		struct btrfs_inode_item *ii = btrfs_item_ptr(path.nodes[0], path.slots[0]);

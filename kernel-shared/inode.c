@@ -19,6 +19,26 @@ static void fill_empty_subvol_dir(struct btrfs_inode_item *inode)
 	btrfs_set_inode_item_nlink(inode, 1);
 }
 
+/*
+ * Whether the item can be read is all that reading or changing an inode
+ * judges: the tree checker's rules are the log's (replay checks them),
+ * and committed trees written by other tools may bend them.
+ */
+int btrfs_inode_item_at(const struct tlog_fs *fs, const struct btrfs_path *path,
+			const struct btrfs_inode_item **ii)
+{
+	char note[sizeof(tlog_last_finding()->what)];
+	struct btrfs_key key;
+	int ret;
+
+	btrfs_item_key_to_cpu(path->nodes[0], &key, path->slots[0]);
+	ret = btrfs_decode_inode_item(fs, path->nodes[0], path->slots[0], &key, ii, note,
+				      sizeof(note));
+	if (ret)
+		return tlog_error(ret, "inode %llu: %s", (unsigned long long)key.objectid, note);
+	return 0;
+}
+
 int btrfs_lookup_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *ret)
 {
 	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
@@ -34,18 +54,9 @@ int btrfs_lookup_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item
 	err = btrfs_search_slot(root, &key, &path);
 	if (err == 0) {
 		const struct btrfs_inode_item *ii;
-		char note[sizeof(tlog_last_finding()->what)];
 
-		/*
-		 * Whether the item can be read is all a lookup judges: the
-		 * tree checker's rules are the log's (replay checks them),
-		 * and committed trees written by other tools may bend them.
-		 */
-		err = btrfs_decode_inode_item(root->fs, path.nodes[0], path.slots[0], &key, &ii,
-					      note, sizeof(note));
-		if (err)
-			err = tlog_error(err, "inode %llu: %s", (unsigned long long)ino, note);
-		else
+		err = btrfs_inode_item_at(root->fs, &path, &ii);
+		if (err == 0)
 			memcpy(ret, ii, sizeof(*ret));
 	} else if (err > 0) {
 		err = -ENOENT;	/* an answer, not an error: nothing recorded */

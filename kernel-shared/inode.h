@@ -37,6 +37,13 @@ int btrfs_read_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *
 int btrfs_lookup_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *ret);
 
 /*
+ * The inode item at @path, decoded: 0 with *@ii pointing into the
+ * leaf, or -EUCLEAN when it is too small to read.
+ */
+int btrfs_inode_item_at(const struct tlog_fs *fs, const struct btrfs_path *path,
+			const struct btrfs_inode_item **ii);
+
+/*
  * Walk the entries packed in one DIR_ITEM / DIR_INDEX / XATTR_ITEM item,
  * each decoded and checked by btrfs_dir_entry_at().  @fn returns non-zero
  * to stop (that value is returned).  -EUCLEAN, with the finding, on an

@@ -663,28 +663,6 @@ static void print_one_ref(struct item_ctx *c, const struct tlog_ref_entry *ref,
 	json_object_array_add(refs, r);
 }
 
-static void print_inode_refs(struct item_ctx *c)
-{
-	json_object *refs = c->out ? NULL : json_object_new_array();
-	u32 cur = 0;
-
-	while (cur < c->size) {
-		struct tlog_ref_entry ref;
-		char note[256];
-		int len = btrfs_ref_entry_at(c->leaf, c->slot, &c->key, cur, &ref, note,
-					     sizeof(note));
-
-		if (len < 0) {
-			item_note(c, "%s", note);
-			break;
-		}
-		print_one_ref(c, &ref, refs);
-		cur += len;
-	}
-	if (refs)
-		jadd(c->data, "refs", refs);
-}
-
 static void print_one_dir_entry(struct item_ctx *c, const struct tlog_dir_entry *de,
 				json_object *entries)
 {
@@ -718,29 +696,50 @@ static void print_one_dir_entry(struct item_ctx *c, const struct tlog_dir_entry 
 	}
 }
 
-/* Every entry that can be read is shown, with a note for each rule it breaks. */
-static void print_dir_items(struct item_ctx *c)
+/*
+ * Decode and print the entry at @cur of a packed item (the names of an
+ * inode ref, the entries of a dir item); its length, or -EUCLEAN when
+ * nothing more can be read.  @note says what is wrong.
+ */
+static int print_packed_entry(struct item_ctx *c, u32 cur, json_object *array,
+			      char *note, size_t note_size)
 {
-	json_object *entries = c->out ? NULL : json_object_new_array();
+	int len;
+
+	if (c->key.type == BTRFS_INODE_REF_KEY || c->key.type == BTRFS_INODE_EXTREF_KEY) {
+		struct tlog_ref_entry ref;
+
+		len = btrfs_ref_entry_at(c->leaf, c->slot, &c->key, cur, &ref, note, note_size);
+		if (len >= 0)
+			print_one_ref(c, &ref, array);
+	} else {
+		struct tlog_dir_entry de;
+
+		len = btrfs_dir_entry_at(c->leaf, c->slot, &c->key, cur, &de, note, note_size);
+		if (len >= 0)
+			print_one_dir_entry(c, &de, array);
+	}
+	return len;
+}
+
+/* Every entry that can be read is shown, with a note for each rule it breaks. */
+static void print_packed_item(struct item_ctx *c, const char *array_name)
+{
+	json_object *array = c->out ? NULL : json_object_new_array();
 	u32 cur = 0;
 
 	while (cur < c->size) {
-		struct tlog_dir_entry de;
 		char note[256];
-		int len = btrfs_dir_entry_at(c->leaf, c->slot, &c->key, cur, &de, note,
-					     sizeof(note));
+		int len = print_packed_entry(c, cur, array, note, sizeof(note));
 
-		if (len < 0) {
-			item_note(c, "%s", note);
-			break;
-		}
-		print_one_dir_entry(c, &de, entries);
 		if (note[0])
 			item_note(c, "%s", note);
+		if (len < 0)
+			break;
 		cur += len;
 	}
-	if (entries)
-		jadd(c->data, "entries", entries);
+	if (array)
+		jadd(c->data, array_name, array);
 }
 
 static void print_dir_log_item(struct item_ctx *c)
@@ -1734,12 +1733,12 @@ static void decode_item(struct item_ctx *c)
 		break;
 	case BTRFS_INODE_REF_KEY:
 	case BTRFS_INODE_EXTREF_KEY:
-		print_inode_refs(c);
+		print_packed_item(c, "refs");
 		break;
 	case BTRFS_DIR_ITEM_KEY:
 	case BTRFS_DIR_INDEX_KEY:
 	case BTRFS_XATTR_ITEM_KEY:
-		print_dir_items(c);
+		print_packed_item(c, "entries");
 		break;
 	case BTRFS_DIR_LOG_ITEM_KEY:
 	case BTRFS_DIR_LOG_INDEX_KEY:
