@@ -8,6 +8,7 @@
 
 #include "block-group.h"
 #include "errctx.h"
+#include "tree-checker.h"
 #include "volumes.h"
 
 static int cmp_bg(const void *a, const void *b)
@@ -163,11 +164,9 @@ static int read_block_group_items(struct tlog_fs *fs, struct tlog_block_groups *
 
 		if (iter.key.type != BTRFS_BLOCK_GROUP_ITEM_KEY)
 			continue;
-		if (btrfs_item_size(iter.leaf, iter.slot) < sizeof(*bgi)) {
-			err = tlog_error(-EUCLEAN, "block group %llu: item too small",
-					 (unsigned long long)iter.key.objectid);
+		err = btrfs_decode_block_group_item(iter.leaf, iter.slot, &iter.key, &bgi, NULL, 0);
+		if (err)
 			break;
-		}
 		if (bgs->nr == cap) {
 			size_t n = cap ? cap * 2 : 16;
 			struct tlog_block_group *p = realloc(bgs->v, n * sizeof(*p));
@@ -179,7 +178,6 @@ static int read_block_group_items(struct tlog_fs *fs, struct tlog_block_groups *
 			bgs->v = p;
 			cap = n;
 		}
-		bgi = btrfs_item_ptr(iter.leaf, iter.slot);
 		bg = &bgs->v[bgs->nr++];
 		memset(bg, 0, sizeof(*bg));
 		bg->start = iter.key.objectid;

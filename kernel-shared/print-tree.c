@@ -878,11 +878,14 @@ static void print_root_item(struct item_ctx *c)
 	char flags[FLAGS_STR_LEN], key[KEY_STR_LEN];
 	bool full;
 
-	if (!item_fits(c, BTRFS_ROOT_ITEM_LEGACY_SIZE))
+	char note[256];
+	int ret = btrfs_decode_root_item(c->fs, c->leaf, c->slot, &c->key, &ri, note,
+					 sizeof(note));
+
+	if (note[0])
+		item_note(c, "%s", note);
+	if (ret)
 		return;
-	/* an item from before generation_v2 reads as the full one, zero-filled */
-	memset(&ri, 0, sizeof(ri));
-	memcpy(&ri, c->ptr, c->size < sizeof(ri) ? c->size : sizeof(ri));
 	/*
 	 * The kernel keeps generation_v2 equal to generation whenever it
 	 * writes the newer fields, so a mismatch means they are stale.
@@ -1200,10 +1203,14 @@ static void print_keyed_ref(struct item_ctx *c)
 
 static void print_block_group_item(struct item_ctx *c)
 {
-	const struct btrfs_block_group_item *bg = (const void *)c->ptr;
-	char flags[FLAGS_STR_LEN];
+	const struct btrfs_block_group_item *bg;
+	char flags[FLAGS_STR_LEN], note[256];
+	int ret = btrfs_decode_block_group_item(c->leaf, c->slot, &c->key, &bg, note,
+						sizeof(note));
 
-	if (!item_fits(c, sizeof(*bg)))
+	if (note[0])
+		item_note(c, "%s", note);
+	if (ret)
 		return;
 	btrfs_bg_flags_to_str(btrfs_block_group_item_flags(bg), flags, sizeof(flags));
 	if (c->out) {

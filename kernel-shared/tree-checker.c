@@ -453,6 +453,69 @@ int btrfs_decode_root_ref(const struct extent_buffer *leaf, int slot, const stru
 }
 
 /*
+ * A ROOT_ITEM, of today's size or of the legacy one before generation_v2
+ * (read as the full item, zero-filled): its tree's root is a block at a
+ * sector-aligned address, of a level a tree can have.  @fs may be NULL:
+ * no alignment rule.
+ */
+static enum entry_verdict judge_root_item(const struct tlog_fs *fs,
+					  const struct btrfs_root_item *ri, u32 size,
+					  char *what, size_t n)
+{
+	if (size < BTRFS_ROOT_ITEM_LEGACY_SIZE)
+		return snprintf(what, n, "item size %u is too small", size), ENTRY_UNREADABLE;
+	if (size != sizeof(*ri) && size != BTRFS_ROOT_ITEM_LEGACY_SIZE)
+		return snprintf(what, n, "item size %u, expected %zu or %zu", size, sizeof(*ri),
+				BTRFS_ROOT_ITEM_LEGACY_SIZE), ENTRY_BREAKS_RULE;
+	if (btrfs_root_item_level(ri) >= BTRFS_MAX_LEVEL)
+		return snprintf(what, n, "invalid root level %u", btrfs_root_item_level(ri)),
+		       ENTRY_BREAKS_RULE;
+	if (btrfs_root_item_bytenr(ri) == 0 || (fs && btrfs_root_item_bytenr(ri) % fs->sectorsize))
+		return snprintf(what, n, "invalid root address %llu",
+				(unsigned long long)btrfs_root_item_bytenr(ri)), ENTRY_BREAKS_RULE;
+	return ENTRY_OK;
+}
+
+int btrfs_decode_root_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			   const struct btrfs_key *key, struct btrfs_root_item *ri,
+			   char *note, size_t note_size)
+{
+	u32 size = btrfs_item_size(leaf, slot);
+	char what[sizeof(last_finding.what)];
+	enum entry_verdict v;
+
+	if (note)
+		note[0] = '\0';
+	memset(ri, 0, sizeof(*ri));
+	memcpy(ri, btrfs_item_ptr(leaf, slot), size < sizeof(*ri) ? size : sizeof(*ri));
+	v = judge_root_item(fs, ri, size, what, sizeof(what));
+	return entry_verdict(v, what, leaf, slot, key, "root item", note, note_size);
+}
+
+/* A block group item: exactly one, a partial one cannot be read. */
+int btrfs_decode_block_group_item(const struct extent_buffer *leaf, int slot,
+				  const struct btrfs_key *key,
+				  const struct btrfs_block_group_item **bgi,
+				  char *note, size_t note_size)
+{
+	u32 size = btrfs_item_size(leaf, slot);
+	char what[sizeof(last_finding.what)];
+	enum entry_verdict v = ENTRY_OK;
+	int ret;
+
+	if (note)
+		note[0] = '\0';
+	if (size != sizeof(**bgi)) {
+		snprintf(what, sizeof(what), "item size %u, expected %zu", size, sizeof(**bgi));
+		v = size < sizeof(**bgi) ? ENTRY_UNREADABLE : ENTRY_BREAKS_RULE;
+	}
+	ret = entry_verdict(v, what, leaf, slot, key, "block group", note, note_size);
+	if (ret == 0)
+		*bgi = btrfs_item_ptr(leaf, slot);
+	return ret;
+}
+
+/*
  * Chunks are read from the superblock's sys_chunk_array as well as from
  * the chunk tree's leaves: the chunk check works on the item alone and
  * names the chunk by its logical address.

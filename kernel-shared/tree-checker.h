@@ -72,6 +72,17 @@ int btrfs_decode_inode_item(const struct tlog_fs *fs, const struct extent_buffer
 			    const struct btrfs_key *key, const struct btrfs_inode_item **ii,
 			    char *note, size_t note_size);
 
+/* The ROOT_ITEM at @slot, copied to @ri (a legacy item zero-filled to the full size). */
+int btrfs_decode_root_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			   const struct btrfs_key *key, struct btrfs_root_item *ri,
+			   char *note, size_t note_size);
+
+/* The BLOCK_GROUP_ITEM at @slot: *@bgi points into the leaf. */
+int btrfs_decode_block_group_item(const struct extent_buffer *leaf, int slot,
+				  const struct btrfs_key *key,
+				  const struct btrfs_block_group_item **bgi,
+				  char *note, size_t note_size);
+
 /*
  * The entry at byte @cur of the DIR_ITEM, DIR_INDEX or XATTR_ITEM at
  * @slot (key @key): @de filled, pointing into the leaf; returns its

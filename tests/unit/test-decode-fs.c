@@ -404,3 +404,62 @@ Test(decode_fs, device_item_agrees_with_the_superblock)
 	assert_finding(btrfs_check_dev_item(fs, leaf, 0, &key), 0, "device item",
 		       "size 33554432, the superblock says 67108864");
 }
+
+/* ---- root items and block groups ---- */
+
+Test(decode_fs, root_items_decode_and_broken_refused)
+{
+	struct btrfs_root_item *full = add(BTRFS_FS_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0,
+					   sizeof(*full));
+	struct btrfs_root_item ri;
+	struct btrfs_key key;
+	char note[256];
+	u8 *legacy;
+
+	btrfs_set_root_item_bytenr(full, 30408704);
+	btrfs_set_root_item_level(full, 1);
+	btrfs_set_root_item_root_dirid(full, 256);
+	legacy = add(257, BTRFS_ROOT_ITEM_KEY, 0, BTRFS_ROOT_ITEM_LEGACY_SIZE);
+	memcpy(legacy, full, BTRFS_ROOT_ITEM_LEGACY_SIZE);
+	key = key_at(0);
+	cr_assert_eq(btrfs_decode_root_item(fs, leaf, 0, &key, &ri, NULL, 0), 0);
+	cr_assert_eq(btrfs_root_item_bytenr(&ri), 30408704);
+	cr_assert_eq(btrfs_root_item_root_dirid(&ri), 256);
+	key = key_at(1);
+	btrfs_set_root_item_generation_v2(full, 99);
+	cr_assert_eq(btrfs_decode_root_item(fs, leaf, 1, &key, &ri, NULL, 0), 0);
+	cr_assert_eq(btrfs_root_item_level(&ri), 1);
+	cr_assert_eq(btrfs_root_item_generation_v2(&ri), 0, "the legacy item is zero-filled");
+
+	key = key_at(0);
+	btrfs_set_root_item_level(full, BTRFS_MAX_LEVEL);
+	assert_finding(btrfs_decode_root_item(fs, leaf, 0, &key, &ri, NULL, 0), 0, "root item",
+		       "invalid root level 8");
+	btrfs_set_root_item_level(full, 0);
+	btrfs_set_root_item_bytenr(full, 30408704 + 512);
+	assert_finding(btrfs_decode_root_item(fs, leaf, 0, &key, &ri, NULL, 0), 0, "root item",
+		       "invalid root address");
+	tlog_error_clear();
+	cr_assert_eq(btrfs_decode_root_item(fs, leaf, 0, &key, &ri, note, sizeof(note)), 0);
+	cr_assert(strstr(note, "invalid root address"), "note \"%s\"", note);
+	cr_assert_null(tlog_error_get());
+}
+
+Test(decode_fs, block_group_items_decode_and_short_refused)
+{
+	struct btrfs_block_group_item *bg = add(1 << 20, BTRFS_BLOCK_GROUP_ITEM_KEY, 8 << 20,
+						sizeof(*bg));
+	const struct btrfs_block_group_item *got;
+	struct btrfs_key key;
+
+	btrfs_set_block_group_item_used(bg, 4096);
+	btrfs_set_block_group_item_flags(bg, BTRFS_BLOCK_GROUP_DATA);
+	add(9 << 20, BTRFS_BLOCK_GROUP_ITEM_KEY, 8 << 20, sizeof(*bg) - 1);
+	key = key_at(0);
+	cr_assert_eq(btrfs_decode_block_group_item(leaf, 0, &key, &got, NULL, 0), 0);
+	cr_assert_eq(btrfs_block_group_item_used(got), 4096);
+	cr_assert_eq(btrfs_block_group_item_flags(got), BTRFS_BLOCK_GROUP_DATA);
+	key = key_at(1);
+	assert_finding(btrfs_decode_block_group_item(leaf, 1, &key, &got, NULL, 0), 1,
+		       "block group", "item size 23, expected 24");
+}
