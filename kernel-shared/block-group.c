@@ -164,9 +164,11 @@ static int read_block_group_items(struct tlog_fs *fs, struct tlog_block_groups *
 
 		if (iter.key.type != BTRFS_BLOCK_GROUP_ITEM_KEY)
 			continue;
-		err = btrfs_decode_block_group_item(iter.leaf, iter.slot, &iter.key, &bgi, NULL, 0);
-		if (err)
+		bgi = btrfs_fixed_item_at(iter.leaf, iter.slot, &iter.key, NULL, 0);
+		if (!bgi) {
+			err = -EUCLEAN;
 			break;
+		}
 		if (bgs->nr == cap) {
 			size_t n = cap ? cap * 2 : 16;
 			struct tlog_block_group *p = realloc(bgs->v, n * sizeof(*p));

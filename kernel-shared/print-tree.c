@@ -364,6 +364,20 @@ static bool item_fits(struct item_ctx *c, size_t need)
 	return false;
 }
 
+/*
+ * The item, when its type is one struct of a fixed size and it can be
+ * read; a note says what is wrong with it.
+ */
+static const void *fixed_item(struct item_ctx *c)
+{
+	char note[256];
+	const void *p = btrfs_fixed_item_at(c->leaf, c->slot, &c->key, note, sizeof(note));
+
+	if (note[0])
+		item_note(c, "%s", note);
+	return p;
+}
+
 /* ---- names of keys and trees ---- */
 
 static const char *objectid_name(u64 objectid, u8 key_type)
@@ -1203,14 +1217,10 @@ static void print_keyed_ref(struct item_ctx *c)
 
 static void print_block_group_item(struct item_ctx *c)
 {
-	const struct btrfs_block_group_item *bg;
-	char flags[FLAGS_STR_LEN], note[256];
-	int ret = btrfs_decode_block_group_item(c->leaf, c->slot, &c->key, &bg, note,
-						sizeof(note));
+	const struct btrfs_block_group_item *bg = fixed_item(c);
+	char flags[FLAGS_STR_LEN];
 
-	if (note[0])
-		item_note(c, "%s", note);
-	if (ret)
+	if (!bg)
 		return;
 	btrfs_bg_flags_to_str(btrfs_block_group_item_flags(bg), flags, sizeof(flags));
 	if (c->out) {
@@ -1227,9 +1237,9 @@ static void print_block_group_item(struct item_ctx *c)
 
 static void print_free_space_info(struct item_ctx *c)
 {
-	const struct btrfs_free_space_info *fsi = (const void *)c->ptr;
+	const struct btrfs_free_space_info *fsi = fixed_item(c);
 
-	if (!item_fits(c, sizeof(*fsi)))
+	if (!fsi)
 		return;
 	if (c->out) {
 		fprintf(c->out, "\t\tfree space info extent count %u flags %u\n",
@@ -1267,9 +1277,9 @@ static void print_free_space_header(struct item_ctx *c)
 
 static void print_dev_extent(struct item_ctx *c)
 {
-	const struct btrfs_dev_extent *de = (const void *)c->ptr;
+	const struct btrfs_dev_extent *de = fixed_item(c);
 
-	if (!item_fits(c, sizeof(*de)))
+	if (!de)
 		return;
 	if (c->out) {
 		char uuid[UUID_STR_LEN];
@@ -1472,9 +1482,9 @@ static void print_qgroup_status(struct item_ctx *c)
 
 static void print_qgroup_info(struct item_ctx *c)
 {
-	const struct btrfs_qgroup_info_item *qi = (const void *)c->ptr;
+	const struct btrfs_qgroup_info_item *qi = fixed_item(c);
 
-	if (!item_fits(c, sizeof(*qi)))
+	if (!qi)
 		return;
 	if (c->out) {
 		fprintf(c->out, "\t\tgeneration %llu\n"
@@ -1496,9 +1506,9 @@ static void print_qgroup_info(struct item_ctx *c)
 
 static void print_qgroup_limit(struct item_ctx *c)
 {
-	const struct btrfs_qgroup_limit_item *ql = (const void *)c->ptr;
+	const struct btrfs_qgroup_limit_item *ql = fixed_item(c);
 
-	if (!item_fits(c, sizeof(*ql)))
+	if (!ql)
 		return;
 	/* limits are shown signed: an unset limit reads as -1 */
 	if (c->out) {

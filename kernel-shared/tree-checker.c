@@ -492,27 +492,56 @@ int btrfs_decode_root_item(const struct tlog_fs *fs, const struct extent_buffer 
 	return entry_verdict(v, what, leaf, slot, key, "root item", note, note_size);
 }
 
-/* A block group item: exactly one, a partial one cannot be read. */
-int btrfs_decode_block_group_item(const struct extent_buffer *leaf, int slot,
-				  const struct btrfs_key *key,
-				  const struct btrfs_block_group_item **bgi,
-				  char *note, size_t note_size)
+/*
+ * Items that are one struct and nothing else: the kernel refuses any
+ * other size, and a reader cannot read a shorter one.
+ */
+static const struct fixed_item {
+	u8 type;
+	u32 size;
+	const char *kind;
+} fixed_items[] = {
+	{ BTRFS_BLOCK_GROUP_ITEM_KEY, sizeof(struct btrfs_block_group_item), "block group" },
+	{ BTRFS_FREE_SPACE_INFO_KEY, sizeof(struct btrfs_free_space_info), "free space info" },
+	{ BTRFS_DEV_EXTENT_KEY, sizeof(struct btrfs_dev_extent), "dev extent" },
+	{ BTRFS_QGROUP_INFO_KEY, sizeof(struct btrfs_qgroup_info_item), "qgroup info" },
+	{ BTRFS_QGROUP_LIMIT_KEY, sizeof(struct btrfs_qgroup_limit_item), "qgroup limit" },
+};
+
+static const struct fixed_item *fixed_item_of(u8 type)
 {
+	for (size_t i = 0; i < sizeof(fixed_items) / sizeof(fixed_items[0]); i++)
+		if (fixed_items[i].type == type)
+			return &fixed_items[i];
+	return NULL;
+}
+
+const void *btrfs_fixed_item_at(const struct extent_buffer *leaf, int slot,
+				const struct btrfs_key *key, char *note, size_t note_size)
+{
+	const struct fixed_item *fi = fixed_item_of(key->type);
 	u32 size = btrfs_item_size(leaf, slot);
 	char what[sizeof(last_finding.what)];
 	enum entry_verdict v = ENTRY_OK;
-	int ret;
 
 	if (note)
 		note[0] = '\0';
-	if (size != sizeof(**bgi)) {
-		snprintf(what, sizeof(what), "item size %u, expected %zu", size, sizeof(**bgi));
-		v = size < sizeof(**bgi) ? ENTRY_UNREADABLE : ENTRY_BREAKS_RULE;
+	if (!fi) {
+		snprintf(what, sizeof(what), "key type %u is no fixed-size item", key->type);
+		v = ENTRY_UNREADABLE;
+	} else if (size != fi->size) {
+		snprintf(what, sizeof(what), "item size %u, expected %u", size, fi->size);
+		v = size < fi->size ? ENTRY_UNREADABLE : ENTRY_BREAKS_RULE;
 	}
-	ret = entry_verdict(v, what, leaf, slot, key, "block group", note, note_size);
-	if (ret == 0)
-		*bgi = btrfs_item_ptr(leaf, slot);
-	return ret;
+	if (entry_verdict(v, what, leaf, slot, key, fi ? fi->kind : "item", note, note_size))
+		return NULL;
+	return btrfs_item_ptr(leaf, slot);
+}
+
+static int check_fixed_item(const struct extent_buffer *leaf, int slot,
+			    const struct btrfs_key *key)
+{
+	return btrfs_fixed_item_at(leaf, slot, key, NULL, 0) ? 0 : -EUCLEAN;
 }
 
 /*
@@ -675,6 +704,12 @@ int btrfs_check_item(const struct tlog_fs *fs, const struct extent_buffer *leaf,
 	case BTRFS_INODE_REF_KEY:
 	case BTRFS_INODE_EXTREF_KEY:
 		return check_inode_ref(leaf, slot, key);
+	case BTRFS_BLOCK_GROUP_ITEM_KEY:
+	case BTRFS_FREE_SPACE_INFO_KEY:
+	case BTRFS_DEV_EXTENT_KEY:
+	case BTRFS_QGROUP_INFO_KEY:
+	case BTRFS_QGROUP_LIMIT_KEY:
+		return check_fixed_item(leaf, slot, key);
 	}
 	return 0;
 }

@@ -77,11 +77,13 @@ int btrfs_decode_root_item(const struct tlog_fs *fs, const struct extent_buffer 
 			   const struct btrfs_key *key, struct btrfs_root_item *ri,
 			   char *note, size_t note_size);
 
-/* The BLOCK_GROUP_ITEM at @slot: *@bgi points into the leaf. */
-int btrfs_decode_block_group_item(const struct extent_buffer *leaf, int slot,
-				  const struct btrfs_key *key,
-				  const struct btrfs_block_group_item **bgi,
-				  char *note, size_t note_size);
+/*
+ * The item at @slot when its type is one struct of a fixed size
+ * (BLOCK_GROUP_ITEM, FREE_SPACE_INFO, DEV_EXTENT, QGROUP_INFO,
+ * QGROUP_LIMIT): a pointer into the leaf, or NULL when refused.
+ */
+const void *btrfs_fixed_item_at(const struct extent_buffer *leaf, int slot,
+				const struct btrfs_key *key, char *note, size_t note_size);
 
 /*
  * The entry at byte @cur of the DIR_ITEM, DIR_INDEX or XATTR_ITEM at

@@ -1285,6 +1285,7 @@ static int zero_qgroup_counters(struct replay *rp, struct btrfs_root *quota)
 
 	for (;;) {
 		struct btrfs_path path;
+		char note[256];
 		int ret;
 
 		btrfs_init_path(&path);
@@ -1299,8 +1300,9 @@ static int zero_qgroup_counters(struct replay *rp, struct btrfs_root *quota)
 		if (ret)
 			return ret > 0 ? 0 : ret;
 		ret = btrfs_search_slot_for_write(rp->trans, quota, &key, &path, 0);
-		if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) >=
-		    sizeof(struct btrfs_qgroup_info_item)) {
+		/* a counter that cannot be read is left for the rescan to redo */
+		if (ret == 0 && btrfs_fixed_item_at(path.nodes[0], path.slots[0], &key, note,
+						    sizeof(note))) {
 			struct btrfs_qgroup_info_item *qi = btrfs_item_ptr(path.nodes[0],
 									   path.slots[0]);
 

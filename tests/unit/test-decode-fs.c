@@ -456,10 +456,34 @@ Test(decode_fs, block_group_items_decode_and_short_refused)
 	btrfs_set_block_group_item_flags(bg, BTRFS_BLOCK_GROUP_DATA);
 	add(9 << 20, BTRFS_BLOCK_GROUP_ITEM_KEY, 8 << 20, sizeof(*bg) - 1);
 	key = key_at(0);
-	cr_assert_eq(btrfs_decode_block_group_item(leaf, 0, &key, &got, NULL, 0), 0);
+	got = btrfs_fixed_item_at(leaf, 0, &key, NULL, 0);
+	cr_assert_not_null(got);
 	cr_assert_eq(btrfs_block_group_item_used(got), 4096);
 	cr_assert_eq(btrfs_block_group_item_flags(got), BTRFS_BLOCK_GROUP_DATA);
 	key = key_at(1);
-	assert_finding(btrfs_decode_block_group_item(leaf, 1, &key, &got, NULL, 0), 1,
-		       "block group", "item size 23, expected 24");
+	cr_assert_null(btrfs_fixed_item_at(leaf, 1, &key, NULL, 0));
+	assert_finding(-EUCLEAN, 1, "block group", "item size 23, expected 24");
+}
+
+Test(decode_fs, fixed_size_items_by_the_size_table)
+{
+	struct btrfs_key key;
+	char note[256];
+
+	add(0, BTRFS_QGROUP_INFO_KEY, 5, sizeof(struct btrfs_qgroup_info_item) + 8);
+	add(1, BTRFS_DEV_EXTENT_KEY, 1 << 20, sizeof(struct btrfs_dev_extent) - 8);
+	add(1 << 20, BTRFS_FREE_SPACE_INFO_KEY, 8 << 20, sizeof(struct btrfs_free_space_info));
+	key = key_at(2);
+	cr_assert_not_null(btrfs_fixed_item_at(leaf, 2, &key, NULL, 0));
+	key = key_at(1);
+	cr_assert_null(btrfs_fixed_item_at(leaf, 1, &key, NULL, 0));
+	assert_finding(-EUCLEAN, 1, "dev extent", "item size 40, expected 48");
+	key = key_at(0);
+	cr_assert_null(btrfs_fixed_item_at(leaf, 0, &key, NULL, 0));
+	assert_finding(-EUCLEAN, 0, "qgroup info", "expected 40");
+	/* a longer item can still be read by a tolerant reader */
+	tlog_error_clear();
+	cr_assert_not_null(btrfs_fixed_item_at(leaf, 0, &key, note, sizeof(note)));
+	cr_assert_str_eq(note, "qgroup info: item size 48, expected 40");
+	cr_assert_null(tlog_error_get());
 }
