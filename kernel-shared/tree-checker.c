@@ -342,21 +342,6 @@ int btrfs_dir_entry_at(const struct extent_buffer *leaf, int slot, const struct 
 	return (int)(sizeof(struct btrfs_dir_item) + de->name_len + de->data_len);
 }
 
-static int check_dir_item(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key)
-{
-	u32 size = btrfs_item_size(leaf, slot), cur = 0;
-
-	while (cur < size) {
-		struct tlog_dir_entry de;
-		int len = btrfs_dir_entry_at(leaf, slot, key, cur, &de, NULL, 0);
-
-		if (len < 0)
-			return len;
-		cur += len;
-	}
-	return 0;
-}
-
 /*
  * Inode refs and extrefs: a chain of headers, each with the name it
  * counts; an INODE_REF's parent is its key's offset.
@@ -409,15 +394,36 @@ int btrfs_ref_entry_at(const struct extent_buffer *leaf, int slot, const struct 
 	return ret ? ret : (int)ref->len;
 }
 
-static int check_inode_ref(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key)
+static bool is_ref_key(u8 type)
+{
+	return type == BTRFS_INODE_REF_KEY || type == BTRFS_INODE_EXTREF_KEY;
+}
+
+/* Decode the entry at @cur of a packed item strictly: its length, or -EUCLEAN. */
+static int packed_entry_len(const struct extent_buffer *leaf, int slot,
+			    const struct btrfs_key *key, u32 cur)
+{
+	struct tlog_dir_entry de;
+	struct tlog_ref_entry ref;
+
+	if (is_ref_key(key->type))
+		return btrfs_ref_entry_at(leaf, slot, key, cur, &ref, NULL, 0);
+	return btrfs_dir_entry_at(leaf, slot, key, cur, &de, NULL, 0);
+}
+
+/*
+ * Dir items, xattrs and inode refs pack entries one after another: each
+ * is one its readers accept, and a ref item has one at least.
+ */
+static int check_packed_item(const struct extent_buffer *leaf, int slot,
+			     const struct btrfs_key *key)
 {
 	u32 size = btrfs_item_size(leaf, slot), cur = 0;
 
-	if (size == 0)
+	if (size == 0 && is_ref_key(key->type))
 		return item_error(leaf, slot, key, "inode ref", "empty item");
 	while (cur < size) {
-		struct tlog_ref_entry ref;
-		int len = btrfs_ref_entry_at(leaf, slot, key, cur, &ref, NULL, 0);
+		int len = packed_entry_len(leaf, slot, key, cur);
 
 		if (len < 0)
 			return len;
@@ -700,10 +706,9 @@ int btrfs_check_item(const struct tlog_fs *fs, const struct extent_buffer *leaf,
 	case BTRFS_DIR_ITEM_KEY:
 	case BTRFS_DIR_INDEX_KEY:
 	case BTRFS_XATTR_ITEM_KEY:
-		return check_dir_item(leaf, slot, key);
 	case BTRFS_INODE_REF_KEY:
 	case BTRFS_INODE_EXTREF_KEY:
-		return check_inode_ref(leaf, slot, key);
+		return check_packed_item(leaf, slot, key);
 	case BTRFS_BLOCK_GROUP_ITEM_KEY:
 	case BTRFS_FREE_SPACE_INFO_KEY:
 	case BTRFS_DEV_EXTENT_KEY:
