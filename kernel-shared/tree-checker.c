@@ -581,7 +581,8 @@ static u64 chunk_stripe_size(u64 type, u64 length, u16 num_stripes, u16 sub_stri
  * verification at mount demands: a chunk map that points past the end
  * would send reads to nowhere and writes far beyond the image.
  */
-static int check_chunk_stripes(const struct tlog_fs *fs, u64 logical, const struct btrfs_chunk *chunk)
+static int check_chunk_stripes(const struct tlog_fs *fs, u64 logical,
+			       const struct btrfs_chunk *chunk)
 {
 	u64 devid = btrfs_dev_item_devid(&fs->super.dev_item);
 	u64 dev_size = btrfs_dev_item_total_bytes(&fs->super.dev_item);
