@@ -128,15 +128,19 @@ static void add_fact(struct log_ctx *ctx, const char *array, json_object *fact)
 	json_object_array_add(a, fact);
 }
 
-static int decode_inode_item(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot)
+static int decode_inode_item(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
+			     const struct btrfs_key *key)
 {
 	const struct btrfs_inode_item *ii;
+	char note[256];
 	json_object *o;
 	u32 mode;
+	int ret;
 
-	if (btrfs_item_size(leaf, slot) < sizeof(*ii))
-		return -EUCLEAN;
-	ii = btrfs_item_ptr(leaf, slot);
+	/* shown as logged, rules broken or not: replay is what judges them */
+	ret = btrfs_decode_inode_item(ctx->fs, leaf, slot, key, &ii, note, sizeof(note));
+	if (ret)
+		return tlog_error(ret, "%s", note);
 	mode = btrfs_inode_item_mode(ii);
 	o = json_object_new_object();
 	json_add_str(o, "type", inode_type_name(mode));
@@ -166,47 +170,23 @@ static void add_name(struct log_ctx *ctx, u8 key_type, u64 parent, u64 index,
 	add_fact(ctx, "names", o);
 }
 
-/* An INODE_REF item packs every name the inode has in directory key.offset. */
-static int decode_inode_ref(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
-			    const struct btrfs_key *key)
+/*
+ * An INODE_REF item packs every name the inode has in directory key.offset,
+ * an INODE_EXTREF (keyed by a name hash) names each entry's parent.
+ */
+static int decode_inode_refs(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
+			     const struct btrfs_key *key)
 {
-	const u8 *p = btrfs_item_ptr(leaf, slot);
 	u32 size = btrfs_item_size(leaf, slot), pos = 0;
 
 	while (pos < size) {
-		const struct btrfs_inode_ref *ref = (const void *)(p + pos);
-		u16 len;
+		struct tlog_ref_entry ref;
+		int len = btrfs_ref_entry_at(leaf, slot, key, pos, &ref, NULL, 0);
 
-		if (size - pos < sizeof(*ref))
-			return -EUCLEAN;
-		len = btrfs_inode_ref_name_len(ref);
-		if (size - pos - sizeof(*ref) < len)
-			return -EUCLEAN;
-		add_name(ctx, key->type, key->offset, btrfs_inode_ref_index(ref), ref + 1, len);
-		pos += sizeof(*ref) + len;
-	}
-	return 0;
-}
-
-/* INODE_EXTREF items are keyed by a name hash; each entry names its parent. */
-static int decode_inode_extref(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
-			       const struct btrfs_key *key)
-{
-	const u8 *p = btrfs_item_ptr(leaf, slot);
-	u32 size = btrfs_item_size(leaf, slot), pos = 0;
-
-	while (pos < size) {
-		const struct btrfs_inode_extref *ref = (const void *)(p + pos);
-		u16 len;
-
-		if (size - pos < sizeof(*ref))
-			return -EUCLEAN;
-		len = btrfs_inode_extref_name_len(ref);
-		if (size - pos - sizeof(*ref) < len)
-			return -EUCLEAN;
-		add_name(ctx, key->type, btrfs_inode_extref_parent_objectid(ref),
-			 btrfs_inode_extref_index(ref), ref + 1, len);
-		pos += sizeof(*ref) + len;
+		if (len < 0)
+			return len;
+		add_name(ctx, key->type, ref.parent, ref.index, ref.name, ref.name_len);
+		pos += len;
 	}
 	return 0;
 }
@@ -329,11 +309,9 @@ static int decode_inode_key(struct log_ctx *ctx, const struct tlog_log_cursor *c
 
 	switch (cur->kind) {
 	case TLOG_LOG_INODE_ITEM:
-		return decode_inode_item(ctx, leaf, slot);
+		return decode_inode_item(ctx, leaf, slot, key);
 	case TLOG_LOG_NAME:
-		if (key->type == BTRFS_INODE_REF_KEY)
-			return decode_inode_ref(ctx, leaf, slot, key);
-		return decode_inode_extref(ctx, leaf, slot, key);
+		return decode_inode_refs(ctx, leaf, slot, key);
 	case TLOG_LOG_XATTR:
 	case TLOG_LOG_DIR_ENTRY:
 		return decode_dir_entries(ctx, leaf, slot, key);

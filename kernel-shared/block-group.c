@@ -11,6 +11,7 @@
 #include "errctx.h"
 #include "misc.h"
 #include "root-tree.h"
+#include "tree-checker.h"
 #include "volumes.h"
 
 static int cmp_bg(const void *a, const void *b)
@@ -161,16 +162,15 @@ static int read_block_group_items(struct tlog_fs *fs, struct tlog_block_groups *
 
 		if (iter.key.type != BTRFS_BLOCK_GROUP_ITEM_KEY)
 			continue;
-		if (btrfs_item_size(iter.leaf, iter.slot) < sizeof(*bgi)) {
-			err = tlog_error(-EUCLEAN, "block group %llu: item too small",
-					 (unsigned long long)iter.key.objectid);
+		bgi = btrfs_fixed_item_at(iter.leaf, iter.slot, &iter.key, NULL, 0);
+		if (!bgi) {
+			err = -EUCLEAN;
 			break;
 		}
 		if (array_reserve(bgs->v, bgs->alloc, bgs->nr + 1)) {
 			err = -ENOMEM;
 			break;
 		}
-		bgi = btrfs_item_ptr(iter.leaf, iter.slot);
 		bg = &bgs->v[bgs->nr++];
 		memset(bg, 0, sizeof(*bg));
 		bg->start = iter.key.objectid;

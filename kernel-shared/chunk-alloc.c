@@ -15,6 +15,7 @@
 #include "block-group.h"
 #include "errctx.h"
 #include "root-tree.h"
+#include "tree-checker.h"
 #include "transaction.h"
 #include "volumes.h"
 
@@ -71,9 +72,13 @@ static int find_device_hole(struct tlog_fs *fs, u64 need, u64 *start, u64 *hole_
 	if (err)
 		return err;
 	btrfs_for_each_item(dev_root, &iter, &min, &max) {
-		const struct btrfs_dev_extent *de = btrfs_item_ptr(iter.leaf, iter.slot);
+		char note[256];
+		const struct btrfs_dev_extent *de = btrfs_fixed_item_at(iter.leaf, iter.slot,
+									&iter.key, note,
+									sizeof(note));
 
-		if (btrfs_item_size(iter.leaf, iter.slot) < sizeof(*de))
+		/* one that cannot be read claims no space: as before, not an error here */
+		if (!de)
 			continue;
 		if (iter.key.offset > pos && iter.key.offset - pos > best_len) {
 			best = pos;

@@ -14,6 +14,7 @@
 #include "csum.h"
 #include "dir-item.h"
 #include "errctx.h"
+#include "tree-checker.h"
 
 int btrfs_del_item_part(struct tlog_trans *trans, struct btrfs_root *root,
 			struct btrfs_path *path, u32 off, u32 len)
@@ -104,27 +105,16 @@ static int dir_names_changed(struct tlog_trans *trans, struct btrfs_root *root, 
 
 /* ---- DIR_ITEM / DIR_INDEX / XATTR_ITEM ---- */
 
-/* Offset and length of the entry called @name in the dir-format item at the path. */
+/* Offset and length of the entry called @name in the dir-format item at @slot. */
 static int find_dir_entry(const struct extent_buffer *leaf, int slot, const char *name,
 			  u16 len, u32 *off, u32 *entry_len)
 {
-	const u8 *p = btrfs_item_ptr(leaf, slot);
-	u32 size = btrfs_item_size(leaf, slot), cur = 0;
+	struct tlog_dir_entry de;
+	int ret = btrfs_find_name_in_dir_item(leaf, slot, name, len, &de, off);
 
-	while (cur + sizeof(struct btrfs_dir_item) <= size) {
-		const struct btrfs_dir_item *di = (const void *)(p + cur);
-		u32 this = sizeof(*di) + btrfs_dir_item_name_len(di) + btrfs_dir_item_data_len(di);
-
-		if (this > size - cur)
-			break;
-		if (btrfs_dir_item_name_len(di) == len && memcmp(di + 1, name, len) == 0) {
-			*off = cur;
-			*entry_len = this;
-			return 0;
-		}
-		cur += this;
-	}
-	return -ENOENT;
+	if (ret == 0)
+		*entry_len = sizeof(struct btrfs_dir_item) + de.name_len + de.data_len;
+	return ret;
 }
 
 static u32 fill_dir_item(u8 *buf, const char *name, u16 len,
@@ -156,8 +146,11 @@ static int append_entry(struct tlog_trans *trans, struct btrfs_root *root,
 		btrfs_release_path(&path);
 		return btrfs_insert_item(trans, root, key, entry, len);
 	}
-	if (ret == 0 && name &&
-	    find_dir_entry(path.nodes[0], path.slots[0], name, name_len, &off, &elen) == 0)
+	if (ret == 0 && name) {
+		ret = find_dir_entry(path.nodes[0], path.slots[0], name, name_len, &off, &elen);
+		ret = ret == -ENOENT ? 0 : ret ? ret : 1;
+	}
+	if (ret == 1)
 		ret = tlog_error(-EEXIST, "name \"%.*s\" exists in (%llu %u %llu)", name_len, name,
 				 (unsigned long long)key->objectid, key->type,
 				 (unsigned long long)key->offset);
@@ -277,44 +270,9 @@ int btrfs_delete_xattr(struct tlog_trans *trans, struct btrfs_root *root, u64 in
 
 /* ---- INODE_REF / INODE_EXTREF ---- */
 
-/*
- * The ref entry at @cur of a ref item keyed @key: its fields and name
- * (pointing into the item), and its length; 0 when it does not fit.
- */
-static u32 ref_entry_at(const u8 *p, u32 size, u32 cur, const struct btrfs_key *key,
-			u64 *parent, u64 *index, u16 *len, const u8 **name)
-{
-	u32 head;
-
-	if (key->type == BTRFS_INODE_REF_KEY) {
-		const struct btrfs_inode_ref *ref = (const void *)(p + cur);
-
-		head = sizeof(*ref);
-		if (size - cur < head)
-			return 0;
-		*parent = key->offset;
-		*index = btrfs_inode_ref_index(ref);
-		*len = btrfs_inode_ref_name_len(ref);
-	} else {
-		const struct btrfs_inode_extref *ref = (const void *)(p + cur);
-
-		head = sizeof(*ref);
-		if (size - cur < head)
-			return 0;
-		*parent = btrfs_inode_extref_parent_objectid(ref);
-		*index = btrfs_inode_extref_index(ref);
-		*len = btrfs_inode_extref_name_len(ref);
-	}
-	if (*len > size - cur - head)
-		return 0;
-	*name = p + cur + head;
-	return head + *len;
-}
-
 int btrfs_decode_ref_item(const struct extent_buffer *leaf, int slot,
 			  struct tlog_ref_name **names, int *nr)
 {
-	const u8 *p = btrfs_item_ptr(leaf, slot);
 	u32 size = btrfs_item_size(leaf, slot), cur = 0;
 	struct tlog_ref_name *v = NULL;
 	struct btrfs_key key;
@@ -322,17 +280,24 @@ int btrfs_decode_ref_item(const struct extent_buffer *leaf, int slot,
 
 	btrfs_item_key_to_cpu(leaf, &key, slot);
 	while (cur < size) {
+		struct tlog_ref_entry ref;
 		struct tlog_ref_name r;
-		const u8 *name;
-		u32 elen = ref_entry_at(p, size, cur, &key, &r.parent, &r.index, &r.len, &name);
+		int elen = btrfs_ref_entry_at(leaf, slot, &key, cur, &ref, NULL, 0);
 
-		if (!elen || r.len == 0 || r.len > 255) {
-			free(v);
-			return tlog_error(-EUCLEAN, "inode %llu: malformed %s item",
+		/* the kernel's checker allows empty names; no name of a file is one */
+		if (elen >= 0 && (ref.name_len == 0 || ref.name_len > BTRFS_NAME_LEN))
+			elen = tlog_error(-EUCLEAN, "inode %llu: %s entry with a name of %u bytes",
 					  (unsigned long long)key.objectid,
-					  key.type == BTRFS_INODE_REF_KEY ? "INODE_REF" : "INODE_EXTREF");
+					  key.type == BTRFS_INODE_REF_KEY ? "INODE_REF" : "INODE_EXTREF",
+					  ref.name_len);
+		if (elen < 0) {
+			free(v);
+			return elen;
 		}
-		memcpy(r.name, name, r.len);
+		r.parent = ref.parent;
+		r.index = ref.index;
+		r.len = ref.name_len;
+		memcpy(r.name, ref.name, r.len);
 		r.name[r.len] = '\0';
 		if (n % 8 == 0) {
 			struct tlog_ref_name *nv = realloc(v, (n + 8) * sizeof(*v));
@@ -355,24 +320,27 @@ int btrfs_decode_ref_item(const struct extent_buffer *leaf, int slot,
 static int find_ref_entry(const struct extent_buffer *leaf, int slot, u64 parent,
 			  const char *name, u16 len, u32 *off, u32 *elen, u64 *index)
 {
-	const u8 *p = btrfs_item_ptr(leaf, slot);
 	u32 size = btrfs_item_size(leaf, slot), cur = 0;
 	struct btrfs_key key;
 
 	btrfs_item_key_to_cpu(leaf, &key, slot);
 	while (cur < size) {
-		const u8 *nm;
-		u64 par, idx;
-		u16 nl;
-		u32 this = ref_entry_at(p, size, cur, &key, &par, &idx, &nl, &nm);
+		struct tlog_ref_entry ref;
+		char note[sizeof(tlog_last_finding()->what)];
+		int this = btrfs_ref_entry_at(leaf, slot, &key, cur, &ref, note, sizeof(note));
 
-		if (!this)
+		/*
+		 * The names before a broken entry are still the inode's: a
+		 * search stops there, and leaves the verdict on the item to
+		 * btrfs_decode_ref_item().
+		 */
+		if (this < 0)
 			break;
-		if (par == parent && nl == len && memcmp(nm, name, len) == 0) {
+		if (ref.parent == parent && ref.name_len == len && memcmp(ref.name, name, len) == 0) {
 			*off = cur;
 			*elen = this;
 			if (index)
-				*index = idx;
+				*index = ref.index;
 			return 0;
 		}
 		cur += this;
@@ -486,9 +454,11 @@ int btrfs_update_inode(struct tlog_trans *trans, struct btrfs_root *root, u64 in
 		ret = tlog_error(-ENOENT, "inode %llu not found in tree %llu",
 				 (unsigned long long)ino,
 				 (unsigned long long)root->root_key.objectid);
-	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) <
-	    sizeof(struct btrfs_inode_item))
-		ret = tlog_error(-EUCLEAN, "inode %llu: item too small", (unsigned long long)ino);
+	if (ret == 0) {
+		const struct btrfs_inode_item *ii;
+
+		ret = btrfs_inode_item_at(trans->fs, &path, &ii);
+	}
 	if (ret == 0) {
 		struct btrfs_inode_item *ii = btrfs_item_ptr(path.nodes[0], path.slots[0]);
 

@@ -13,6 +13,7 @@
 
 #include "array.h"
 #include "errctx.h"
+#include "tree-checker.h"
 #include "free-space-tree.h"
 #include "misc.h"
 #include "root-tree.h"
@@ -21,6 +22,15 @@
 static int fst_root(struct tlog_trans *trans, struct btrfs_root **ret)
 {
 	return btrfs_read_root(trans->fs, BTRFS_FREE_SPACE_TREE_OBJECTID, ret);
+}
+
+/* The FREE_SPACE_INFO at @path, or NULL (the finding recorded) when refused. */
+static const struct btrfs_free_space_info *free_space_info_at(const struct btrfs_path *path)
+{
+	struct btrfs_key key;
+
+	btrfs_item_key_to_cpu(path->nodes[0], &key, path->slots[0]);
+	return btrfs_fixed_item_at(path->nodes[0], path->slots[0], &key, NULL, 0);
 }
 
 /* Add @delta to the group's FREE_SPACE_INFO extent count. */
@@ -37,9 +47,8 @@ static int update_info(struct tlog_trans *trans, struct btrfs_root *root,
 	if (ret > 0)
 		ret = tlog_error(-EUCLEAN, "block group %llu has no free space info",
 				 (unsigned long long)bg->start);
-	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) < sizeof(*info))
-		ret = tlog_error(-EUCLEAN, "free space info of %llu is too small",
-				 (unsigned long long)bg->start);
+	if (ret == 0 && !free_space_info_at(&path))
+		ret = -EUCLEAN;
 	if (ret == 0) {
 		info = btrfs_item_ptr(path.nodes[0], path.slots[0]);
 		btrfs_set_free_space_info_extent_count(info,
@@ -62,10 +71,9 @@ static int uses_bitmaps(struct btrfs_root *root, const struct tlog_block_group *
 		err = tlog_error(-EUCLEAN, "block group %llu has no free space info",
 				 (unsigned long long)bg->start);
 	if (err == 0) {
-		const struct btrfs_free_space_info *info = btrfs_item_ptr(path.nodes[0],
-									  path.slots[0]);
+		const struct btrfs_free_space_info *info = free_space_info_at(&path);
 
-		if (btrfs_item_size(path.nodes[0], path.slots[0]) < sizeof(*info))
+		if (!info)
 			err = -EUCLEAN;
 		else
 			*ret = btrfs_free_space_info_flags(info) & BTRFS_FREE_SPACE_USING_BITMAPS;
@@ -441,11 +449,14 @@ static int convert_if_needed(struct tlog_trans *trans, struct btrfs_root *root,
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot(root, &key, &path);
 	if (ret == 0) {
-		const struct btrfs_free_space_info *info = btrfs_item_ptr(path.nodes[0],
-									  path.slots[0]);
+		const struct btrfs_free_space_info *info = free_space_info_at(&path);
 
-		count = btrfs_free_space_info_extent_count(info);
-		flags = btrfs_free_space_info_flags(info);
+		if (!info) {
+			ret = -EUCLEAN;
+		} else {
+			count = btrfs_free_space_info_extent_count(info);
+			flags = btrfs_free_space_info_flags(info);
+		}
 	}
 	btrfs_release_path(&path);
 	if (ret)

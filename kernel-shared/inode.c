@@ -19,6 +19,26 @@ static void fill_empty_subvol_dir(struct btrfs_inode_item *inode)
 	btrfs_set_inode_item_nlink(inode, 1);
 }
 
+/*
+ * Whether the item can be read is all that reading or changing an inode
+ * judges: the tree checker's rules are the log's (replay checks them),
+ * and committed trees written by other tools may bend them.
+ */
+int btrfs_inode_item_at(const struct tlog_fs *fs, const struct btrfs_path *path,
+			const struct btrfs_inode_item **ii)
+{
+	char note[sizeof(tlog_last_finding()->what)];
+	struct btrfs_key key;
+	int ret;
+
+	btrfs_item_key_to_cpu(path->nodes[0], &key, path->slots[0]);
+	ret = btrfs_decode_inode_item(fs, path->nodes[0], path->slots[0], &key, ii, note,
+				      sizeof(note));
+	if (ret)
+		return tlog_error(ret, "inode %llu: %s", (unsigned long long)key.objectid, note);
+	return 0;
+}
+
 int btrfs_lookup_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *ret)
 {
 	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
@@ -33,11 +53,11 @@ int btrfs_lookup_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item
 	btrfs_init_path(&path);
 	err = btrfs_search_slot(root, &key, &path);
 	if (err == 0) {
-		if (btrfs_item_size(path.nodes[0], path.slots[0]) < sizeof(*ret))
-			err = tlog_error(-EUCLEAN, "inode %llu: item too small",
-					 (unsigned long long)ino);
-		else
-			memcpy(ret, btrfs_item_ptr(path.nodes[0], path.slots[0]), sizeof(*ret));
+		const struct btrfs_inode_item *ii;
+
+		err = btrfs_inode_item_at(root->fs, &path, &ii);
+		if (err == 0)
+			memcpy(ret, ii, sizeof(*ret));
 	} else if (err > 0) {
 		err = -ENOENT;	/* an answer, not an error: nothing recorded */
 	}
@@ -60,36 +80,17 @@ int btrfs_for_each_dir_entry(const struct extent_buffer *leaf, int slot,
 			     int (*fn)(const struct tlog_dir_entry *de, void *arg),
 			     void *arg)
 {
-	const u8 *p = btrfs_item_ptr(leaf, slot);
-	u32 size = btrfs_item_size(leaf, slot);
+	u32 size = btrfs_item_size(leaf, slot), cur = 0;
 	struct btrfs_key key;
-	u32 cur = 0;
 
 	btrfs_item_key_to_cpu(leaf, &key, slot);
 	while (cur < size) {
-		const struct btrfs_dir_item *di;
 		struct tlog_dir_entry de;
-		u32 len;
+		int len = btrfs_dir_entry_at(leaf, slot, &key, cur, &de, NULL, 0);
 		int ret;
 
-		if (size - cur < sizeof(*di))
-			return tlog_error(-EUCLEAN, "dir item (%llu %u %llu): truncated entry",
-					  (unsigned long long)key.objectid, key.type,
-					  (unsigned long long)key.offset);
-		di = (const struct btrfs_dir_item *)(p + cur);
-		len = sizeof(*di) + btrfs_dir_item_name_len(di) + btrfs_dir_item_data_len(di);
-		if (len > size - cur || btrfs_dir_item_name_len(di) == 0)
-			return tlog_error(-EUCLEAN, "dir item (%llu %u %llu): bad name length %u",
-					  (unsigned long long)key.objectid, key.type,
-					  (unsigned long long)key.offset,
-					  btrfs_dir_item_name_len(di));
-		de.dir = key.objectid;
-		btrfs_disk_key_to_cpu(&de.location, &di->location);
-		de.index = key.type == BTRFS_DIR_INDEX_KEY ? key.offset : 0;
-		de.transid = btrfs_dir_item_transid(di);
-		de.type = btrfs_dir_item_type(di);
-		de.name_len = btrfs_dir_item_name_len(di);
-		de.name = (const char *)(di + 1);
+		if (len < 0)
+			return len;
 		ret = fn(&de, arg);
 		if (ret)
 			return ret;
@@ -98,29 +99,32 @@ int btrfs_for_each_dir_entry(const struct extent_buffer *leaf, int slot,
 	return 0;
 }
 
-struct lookup_ctx {
-	const char *name;
-	size_t len;
-	struct tlog_dir_entry *out;
-};
-
-static int match_name(const struct tlog_dir_entry *de, void *arg)
+int btrfs_find_name_in_dir_item(const struct extent_buffer *leaf, int slot, const char *name,
+				u16 len, struct tlog_dir_entry *de, u32 *off)
 {
-	struct lookup_ctx *ctx = arg;
+	u32 size = btrfs_item_size(leaf, slot), cur = 0;
+	struct btrfs_key key;
 
-	if (de->name_len != ctx->len || memcmp(de->name, ctx->name, ctx->len) != 0)
-		return 0;
-	*ctx->out = *de;
-	/* the entry's own bytes go away with the path; the caller's name is equal */
-	ctx->out->name = ctx->name;
-	return 1;
+	btrfs_item_key_to_cpu(leaf, &key, slot);
+	while (cur < size) {
+		int elen = btrfs_dir_entry_at(leaf, slot, &key, cur, de, NULL, 0);
+
+		if (elen < 0)
+			return elen;
+		if (de->name_len == len && memcmp(de->name, name, len) == 0) {
+			if (off)
+				*off = cur;
+			return 0;
+		}
+		cur += elen;
+	}
+	return -ENOENT;
 }
 
 int btrfs_lookup_dir_entry(struct btrfs_root *root, u64 dir, const char *name,
 			   size_t len, struct tlog_dir_entry *de)
 {
 	struct btrfs_key key = { dir, BTRFS_DIR_ITEM_KEY, btrfs_name_hash(name, len) };
-	struct lookup_ctx ctx = { name, len, de };
 	struct btrfs_path path;
 	int ret;
 
@@ -132,12 +136,12 @@ int btrfs_lookup_dir_entry(struct btrfs_root *root, u64 dir, const char *name,
 		return -ENOENT;
 	}
 	if (ret == 0)
-		ret = btrfs_for_each_dir_entry(path.nodes[0], path.slots[0], match_name, &ctx);
+		ret = btrfs_find_name_in_dir_item(path.nodes[0], path.slots[0], name, len, de, NULL);
 	btrfs_release_path(&path);
-	if (ret < 0)
-		return ret;
-	/* match_name returns 1 when it found the name among the entries */
-	return ret == 1 ? 0 : -ENOENT;
+	/* the entry's own bytes went with the path; the caller's name is equal */
+	if (ret == 0)
+		de->name = name;
+	return ret;
 }
 
 int btrfs_iterate_dir(struct btrfs_root *root, u64 dir,
@@ -166,9 +170,8 @@ static int subvol_linked_here(struct tlog_fs *fs, struct btrfs_root *parent,
 {
 	struct btrfs_key key = { parent->root_key.objectid, BTRFS_ROOT_REF_KEY,
 				 de->location.objectid };
-	const struct btrfs_root_ref *ref;
+	struct tlog_root_ref ref;
 	struct btrfs_path path;
-	u32 size;
 	int ret;
 
 	btrfs_init_path(&path);
@@ -177,13 +180,10 @@ static int subvol_linked_here(struct tlog_fs *fs, struct btrfs_root *parent,
 		btrfs_release_path(&path);
 		return ret < 0 ? ret : 0;
 	}
-	ref = btrfs_item_ptr(path.nodes[0], path.slots[0]);
-	size = btrfs_item_size(path.nodes[0], path.slots[0]);
-	ret = size >= sizeof(*ref) &&
-	      size - sizeof(*ref) >= btrfs_root_ref_name_len(ref) &&
-	      btrfs_root_ref_dirid(ref) == de->dir &&
-	      btrfs_root_ref_name_len(ref) == de->name_len &&
-	      memcmp(ref + 1, de->name, de->name_len) == 0;
+	ret = btrfs_decode_root_ref(path.nodes[0], path.slots[0], &key, &ref, NULL, 0);
+	if (ret == 0)
+		ret = ref.dirid == de->dir && ref.name_len == de->name_len &&
+		      memcmp(ref.name, de->name, de->name_len) == 0;
 	btrfs_release_path(&path);
 	return ret;
 }
@@ -229,7 +229,7 @@ static int lookup_parent(struct tlog_fs *fs, struct tlog_ino *cur)
 		struct btrfs_key bkey = { cur->root->root_key.objectid,
 					  BTRFS_ROOT_BACKREF_KEY, 0 };
 		struct btrfs_root *parent;
-		u64 dirid;
+		struct tlog_root_ref ref;
 
 		if (cur->root->root_key.objectid == BTRFS_FS_TREE_OBJECTID)
 			return 0;	/* ".." of the top is itself */
@@ -238,22 +238,20 @@ static int lookup_parent(struct tlog_fs *fs, struct tlog_ino *cur)
 		if (ret == 0) {
 			btrfs_item_key_to_cpu(path.nodes[0], &bkey, path.slots[0]);
 			if (bkey.objectid != cur->root->root_key.objectid ||
-			    bkey.type != BTRFS_ROOT_BACKREF_KEY ||
-			    btrfs_item_size(path.nodes[0], path.slots[0]) <
-			    sizeof(struct btrfs_root_ref))
+			    bkey.type != BTRFS_ROOT_BACKREF_KEY)
 				ret = 1;
+			else
+				ret = btrfs_decode_root_ref(path.nodes[0], path.slots[0], &bkey,
+							    &ref, NULL, 0);
 		}
-		if (ret) {
-			btrfs_release_path(&path);
-			return ret < 0 ? ret : 0;	/* detached: stay */
-		}
-		dirid = btrfs_root_ref_dirid(btrfs_item_ptr(path.nodes[0], path.slots[0]));
 		btrfs_release_path(&path);
+		if (ret)
+			return ret < 0 ? ret : 0;	/* detached: stay */
 		ret = btrfs_read_root(fs, bkey.offset, &parent);
 		if (ret)
 			return ret;
 		cur->root = parent;
-		cur->ino = dirid;
+		cur->ino = ref.dirid;
 		return 0;
 	}
 

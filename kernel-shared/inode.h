@@ -23,6 +23,8 @@ struct tlog_dir_entry {
 	u8 type;			/* BTRFS_FT_* */
 	u16 name_len;
 	const char *name;		/* not NUL-terminated; valid during the callback */
+	u16 data_len;			/* an xattr's value, after the name */
+	const u8 *data;
 };
 
 /*
@@ -35,13 +37,30 @@ int btrfs_read_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *
 int btrfs_lookup_inode(struct btrfs_root *root, u64 ino, struct btrfs_inode_item *ret);
 
 /*
+ * The inode item at @path, decoded: 0 with *@ii pointing into the
+ * leaf, or -EUCLEAN when it is too small to read.
+ */
+int btrfs_inode_item_at(const struct tlog_fs *fs, const struct btrfs_path *path,
+			const struct btrfs_inode_item **ii);
+
+/*
  * Walk the entries packed in one DIR_ITEM / DIR_INDEX / XATTR_ITEM item,
- * checking every length against the item size.  @fn returns non-zero to
- * stop (that value is returned).  -EUCLEAN on a malformed item.
+ * each decoded and checked by btrfs_dir_entry_at().  @fn returns non-zero
+ * to stop (that value is returned).  -EUCLEAN, with the finding, on an
+ * entry the tree checker refuses.
  */
 int btrfs_for_each_dir_entry(const struct extent_buffer *leaf, int slot,
 			     int (*fn)(const struct tlog_dir_entry *de, void *arg),
 			     void *arg);
+
+/*
+ * Find the entry called @name in the dir-format item at @slot: 0 with
+ * @de filled (pointing into the leaf) and *@off its place in the item
+ * (@off may be NULL), -ENOENT, or -EUCLEAN for an entry the tree checker
+ * refuses.
+ */
+int btrfs_find_name_in_dir_item(const struct extent_buffer *leaf, int slot, const char *name,
+				u16 len, struct tlog_dir_entry *de, u32 *off);
 
 /* Look up @name in directory @dir.  0 with @de filled (name not kept), -ENOENT. */
 int btrfs_lookup_dir_entry(struct btrfs_root *root, u64 dir, const char *name,

@@ -364,6 +364,20 @@ static bool item_fits(struct item_ctx *c, size_t need)
 	return false;
 }
 
+/*
+ * The item, when its type is one struct of a fixed size and it can be
+ * read; a note says what is wrong with it.
+ */
+static const void *fixed_item(struct item_ctx *c)
+{
+	char note[256];
+	const void *p = btrfs_fixed_item_at(c->leaf, c->slot, &c->key, note, sizeof(note));
+
+	if (note[0])
+		item_note(c, "%s", note);
+	return p;
+}
+
 /* ---- names of keys and trees ---- */
 
 static const char *objectid_name(u64 objectid, u8 key_type)
@@ -579,10 +593,14 @@ void btrfs_tree_name(u64 objectid, char *buf, size_t size)
 
 static void print_inode_item(struct item_ctx *c)
 {
-	const struct btrfs_inode_item *ii = (const void *)c->ptr;
-	char flags[FLAGS_STR_LEN];
+	const struct btrfs_inode_item *ii;
+	char flags[FLAGS_STR_LEN], note[256];
+	int ret = btrfs_decode_inode_item(c->fs, c->leaf, c->slot, &c->key, &ii, note,
+					  sizeof(note));
 
-	if (!item_fits(c, sizeof(*ii)))
+	if (note[0])
+		item_note(c, "%s", note);
+	if (ret)
 		return;
 	inode_flags_to_str(btrfs_inode_item_flags(ii), flags, sizeof(flags));
 	if (c->out) {
@@ -632,102 +650,36 @@ static void print_inode_item(struct item_ctx *c)
 	jadd_time(c->data, "otime", &ii->otime);
 }
 
-/* An INODE_REF item packs one (index, name) record per hard link in a dir. */
-static void print_inode_refs(struct item_ctx *c)
+/*
+ * An INODE_REF item packs one (index, name) record per hard link in a dir,
+ * an INODE_EXTREF one (index, parent, name) per name hash.
+ */
+static void print_one_ref(struct item_ctx *c, const struct tlog_ref_entry *ref,
+			  json_object *refs)
 {
-	json_object *refs = c->out ? NULL : json_object_new_array();
-	u32 cur = 0;
+	bool ext = c->key.type == BTRFS_INODE_EXTREF_KEY;
+	json_object *r;
 
-	while (cur < c->size) {
-		const struct btrfs_inode_ref *ref = (const void *)(c->ptr + cur);
-		const char *name;
-		u16 len;
-
-		if (c->size - cur < sizeof(*ref)) {
-			item_note(c, "truncated inode ref at byte %u", cur);
-			break;
-		}
-		len = btrfs_inode_ref_name_len(ref);
-		if (len > c->size - cur - sizeof(*ref)) {
-			item_note(c, "inode ref name length %u past item end", len);
-			break;
-		}
-		name = (const char *)(ref + 1);
-		if (c->out) {
-			fprintf(c->out, "\t\tindex %llu namelen %u name: %.*s\n",
-				(unsigned long long)btrfs_inode_ref_index(ref), len,
-				text_len(len), name);
-		} else {
-			json_object *r = json_object_new_object();
-
-			jadd_u64(r, "index", btrfs_inode_ref_index(ref));
-			jadd_u64(r, "namelen", len);
-			jadd_bytes(r, "name", name, len);
-			json_object_array_add(refs, r);
-		}
-		cur += sizeof(*ref) + len;
+	if (c->out) {
+		fprintf(c->out, "\t\tindex %llu", (unsigned long long)ref->index);
+		if (ext)
+			fprintf(c->out, " parent %llu", (unsigned long long)ref->parent);
+		fprintf(c->out, " namelen %u name: %.*s\n", ref->name_len,
+			text_len(ref->name_len), ref->name);
+		return;
 	}
-	if (refs)
-		jadd(c->data, "refs", refs);
+	r = json_object_new_object();
+	jadd_u64(r, "index", ref->index);
+	if (ext)
+		jadd_u64(r, "parent", ref->parent);
+	jadd_u64(r, "namelen", ref->name_len);
+	jadd_bytes(r, "name", ref->name, ref->name_len);
+	json_object_array_add(refs, r);
 }
 
-static void print_inode_extrefs(struct item_ctx *c)
+static void print_one_dir_entry(struct item_ctx *c, const struct tlog_dir_entry *de,
+				json_object *entries)
 {
-	json_object *refs = c->out ? NULL : json_object_new_array();
-	u32 cur = 0;
-
-	while (cur < c->size) {
-		const struct btrfs_inode_extref *ref = (const void *)(c->ptr + cur);
-		const char *name;
-		u16 len;
-
-		if (c->size - cur < sizeof(*ref)) {
-			item_note(c, "truncated inode extref at byte %u", cur);
-			break;
-		}
-		len = btrfs_inode_extref_name_len(ref);
-		if (len > c->size - cur - sizeof(*ref)) {
-			item_note(c, "inode extref name length %u past item end", len);
-			break;
-		}
-		name = (const char *)(ref + 1);
-		if (c->out) {
-			fprintf(c->out, "\t\tindex %llu parent %llu namelen %u name: %.*s\n",
-				(unsigned long long)btrfs_inode_extref_index(ref),
-				(unsigned long long)btrfs_inode_extref_parent_objectid(ref),
-				len, text_len(len), name);
-		} else {
-			json_object *r = json_object_new_object();
-
-			jadd_u64(r, "index", btrfs_inode_extref_index(ref));
-			jadd_u64(r, "parent", btrfs_inode_extref_parent_objectid(ref));
-			jadd_u64(r, "namelen", len);
-			jadd_bytes(r, "name", name, len);
-			json_object_array_add(refs, r);
-		}
-		cur += sizeof(*ref) + len;
-	}
-	if (refs)
-		jadd(c->data, "refs", refs);
-}
-
-struct dir_walk {
-	struct item_ctx *c;
-	json_object *entries;
-};
-
-static int print_one_dir_entry(const struct tlog_dir_entry *de, void *arg)
-{
-	struct dir_walk *w = arg;
-	struct item_ctx *c = w->c;
-	/*
-	 * The walker hands out the name only; the value of an xattr follows
-	 * it, and the record header in front of the name says how long it is.
-	 * The walker has already checked both lengths against the item.
-	 */
-	const struct btrfs_dir_item *di = (const struct btrfs_dir_item *)de->name - 1;
-	u16 data_len = btrfs_dir_item_data_len(di);
-	const char *data = de->name + de->name_len;
 	char type[32];
 
 	dir_type_to_str(de->type, type, sizeof(type));
@@ -737,10 +689,11 @@ static int print_one_dir_entry(const struct tlog_dir_entry *de, void *arg)
 		btrfs_key_to_str(&de->location, key, sizeof(key));
 		fprintf(c->out, "\t\tlocation key %s type %s\n", key, type);
 		fprintf(c->out, "\t\ttransid %llu data_len %u name_len %u\n",
-			(unsigned long long)de->transid, data_len, de->name_len);
+			(unsigned long long)de->transid, de->data_len, de->name_len);
 		fprintf(c->out, "\t\tname: %.*s\n", text_len(de->name_len), de->name);
-		if (data_len)
-			fprintf(c->out, "\t\tdata %.*s\n", text_len(data_len), data);
+		if (de->data_len)
+			fprintf(c->out, "\t\tdata %.*s\n", text_len(de->data_len),
+				(const char *)de->data);
 	} else {
 		json_object *e = json_object_new_object();
 
@@ -748,41 +701,59 @@ static int print_one_dir_entry(const struct tlog_dir_entry *de, void *arg)
 		jadd_u64(e, "type", de->type);
 		jadd_str(e, "type_name", type);
 		jadd_u64(e, "transid", de->transid);
-		jadd_u64(e, "data_len", data_len);
+		jadd_u64(e, "data_len", de->data_len);
 		jadd_u64(e, "name_len", de->name_len);
 		jadd_bytes(e, "name", de->name, de->name_len);
-		if (data_len)
-			jadd_bytes(e, "data", data, data_len);
-		json_object_array_add(w->entries, e);
+		if (de->data_len)
+			jadd_bytes(e, "data", de->data, de->data_len);
+		json_object_array_add(entries, e);
 	}
-	return 0;
 }
 
-static void print_dir_items(struct item_ctx *c)
+/*
+ * Decode and print the entry at @cur of a packed item (the names of an
+ * inode ref, the entries of a dir item); its length, or -EUCLEAN when
+ * nothing more can be read.  @note says what is wrong.
+ */
+static int print_packed_entry(struct item_ctx *c, u32 cur, json_object *array,
+			      char *note, size_t note_size)
 {
-	struct dir_walk w = { .c = c };
-	const char *prev = tlog_error_get();
-	char saved[512];
-	bool had_error = prev != NULL;
-	int ret;
+	int len;
 
-	/* the walker records why it stopped; a formatter must not clobber that */
-	if (had_error)
-		snprintf(saved, sizeof(saved), "%s", prev);
-	if (!c->out)
-		w.entries = json_object_new_array();
-	ret = btrfs_for_each_dir_entry(c->leaf, c->slot, print_one_dir_entry, &w);
-	if (w.entries)
-		jadd(c->data, "entries", w.entries);
-	if (ret < 0) {
-		const char *why = tlog_error_get();
+	if (c->key.type == BTRFS_INODE_REF_KEY || c->key.type == BTRFS_INODE_EXTREF_KEY) {
+		struct tlog_ref_entry ref;
 
-		item_note(c, "%s", why ? why : "malformed dir item");
-		if (had_error)
-			tlog_error_set("%s", saved);
-		else
-			tlog_error_clear();
+		len = btrfs_ref_entry_at(c->leaf, c->slot, &c->key, cur, &ref, note, note_size);
+		if (len >= 0)
+			print_one_ref(c, &ref, array);
+	} else {
+		struct tlog_dir_entry de;
+
+		len = btrfs_dir_entry_at(c->leaf, c->slot, &c->key, cur, &de, note, note_size);
+		if (len >= 0)
+			print_one_dir_entry(c, &de, array);
 	}
+	return len;
+}
+
+/* Every entry that can be read is shown, with a note for each rule it breaks. */
+static void print_packed_item(struct item_ctx *c, const char *array_name)
+{
+	json_object *array = c->out ? NULL : json_object_new_array();
+	u32 cur = 0;
+
+	while (cur < c->size) {
+		char note[256];
+		int len = print_packed_entry(c, cur, array, note, sizeof(note));
+
+		if (note[0])
+			item_note(c, "%s", note);
+		if (len < 0)
+			break;
+		cur += len;
+	}
+	if (array)
+		jadd(c->data, array_name, array);
 }
 
 static void print_dir_log_item(struct item_ctx *c)
@@ -913,11 +884,14 @@ static void print_root_item(struct item_ctx *c)
 	char flags[FLAGS_STR_LEN], key[KEY_STR_LEN];
 	bool full;
 
-	if (!item_fits(c, BTRFS_ROOT_ITEM_LEGACY_SIZE))
+	char note[256];
+	int ret = btrfs_decode_root_item(c->fs, c->leaf, c->slot, &c->key, &ri, note,
+					 sizeof(note));
+
+	if (note[0])
+		item_note(c, "%s", note);
+	if (ret)
 		return;
-	/* an item from before generation_v2 reads as the full one, zero-filled */
-	memset(&ri, 0, sizeof(ri));
-	memcpy(&ri, c->ptr, c->size < sizeof(ri) ? c->size : sizeof(ri));
 	/*
 	 * The kernel keeps generation_v2 equal to generation whenever it
 	 * writes the newer fields, so a mismatch means they are stale.
@@ -1000,28 +974,24 @@ static void print_root_item(struct item_ctx *c)
 
 static void print_root_ref(struct item_ctx *c)
 {
-	const struct btrfs_root_ref *ref = (const void *)c->ptr;
-	const char *name = (const char *)(ref + 1);
-	u16 len;
+	struct tlog_root_ref ref;
+	char note[256];
 
-	if (!item_fits(c, sizeof(*ref)))
-		return;
-	len = btrfs_root_ref_name_len(ref);
-	if (len > c->size - sizeof(*ref)) {
-		item_note(c, "root ref name length %u past item end", len);
+	if (btrfs_decode_root_ref(c->leaf, c->slot, &c->key, &ref, note, sizeof(note))) {
+		item_note(c, "%s", note);
 		return;
 	}
 	if (c->out) {
 		fprintf(c->out, "\t\troot %s key dirid %llu sequence %llu name %.*s\n",
 			c->key.type == BTRFS_ROOT_REF_KEY ? "ref" : "backref",
-			(unsigned long long)btrfs_root_ref_dirid(ref),
-			(unsigned long long)btrfs_root_ref_sequence(ref), text_len(len), name);
+			(unsigned long long)ref.dirid, (unsigned long long)ref.sequence,
+			text_len(ref.name_len), ref.name);
 		return;
 	}
-	jadd_u64(c->data, "dirid", btrfs_root_ref_dirid(ref));
-	jadd_u64(c->data, "sequence", btrfs_root_ref_sequence(ref));
-	jadd_u64(c->data, "name_len", len);
-	jadd_bytes(c->data, "name", name, len);
+	jadd_u64(c->data, "dirid", ref.dirid);
+	jadd_u64(c->data, "sequence", ref.sequence);
+	jadd_u64(c->data, "name_len", ref.name_len);
+	jadd_bytes(c->data, "name", ref.name, ref.name_len);
 }
 
 /* ---- extent back references ---- */
@@ -1204,10 +1174,10 @@ static void print_keyed_ref(struct item_ctx *c)
 
 static void print_block_group_item(struct item_ctx *c)
 {
-	const struct btrfs_block_group_item *bg = (const void *)c->ptr;
+	const struct btrfs_block_group_item *bg = fixed_item(c);
 	char flags[FLAGS_STR_LEN];
 
-	if (!item_fits(c, sizeof(*bg)))
+	if (!bg)
 		return;
 	btrfs_bg_flags_to_str(btrfs_block_group_item_flags(bg), flags, sizeof(flags));
 	if (c->out) {
@@ -1224,9 +1194,9 @@ static void print_block_group_item(struct item_ctx *c)
 
 static void print_free_space_info(struct item_ctx *c)
 {
-	const struct btrfs_free_space_info *fsi = (const void *)c->ptr;
+	const struct btrfs_free_space_info *fsi = fixed_item(c);
 
-	if (!item_fits(c, sizeof(*fsi)))
+	if (!fsi)
 		return;
 	if (c->out) {
 		fprintf(c->out, "\t\tfree space info extent count %u flags %u\n",
@@ -1264,9 +1234,9 @@ static void print_free_space_header(struct item_ctx *c)
 
 static void print_dev_extent(struct item_ctx *c)
 {
-	const struct btrfs_dev_extent *de = (const void *)c->ptr;
+	const struct btrfs_dev_extent *de = fixed_item(c);
 
-	if (!item_fits(c, sizeof(*de)))
+	if (!de)
 		return;
 	if (c->out) {
 		char uuid[UUID_STR_LEN];
@@ -1469,9 +1439,9 @@ static void print_qgroup_status(struct item_ctx *c)
 
 static void print_qgroup_info(struct item_ctx *c)
 {
-	const struct btrfs_qgroup_info_item *qi = (const void *)c->ptr;
+	const struct btrfs_qgroup_info_item *qi = fixed_item(c);
 
-	if (!item_fits(c, sizeof(*qi)))
+	if (!qi)
 		return;
 	if (c->out) {
 		fprintf(c->out, "\t\tgeneration %llu\n"
@@ -1493,9 +1463,9 @@ static void print_qgroup_info(struct item_ctx *c)
 
 static void print_qgroup_limit(struct item_ctx *c)
 {
-	const struct btrfs_qgroup_limit_item *ql = (const void *)c->ptr;
+	const struct btrfs_qgroup_limit_item *ql = fixed_item(c);
 
-	if (!item_fits(c, sizeof(*ql)))
+	if (!ql)
 		return;
 	/* limits are shown signed: an unset limit reads as -1 */
 	if (c->out) {
@@ -1736,15 +1706,13 @@ static void decode_item(struct item_ctx *c)
 		print_inode_item(c);
 		break;
 	case BTRFS_INODE_REF_KEY:
-		print_inode_refs(c);
-		break;
 	case BTRFS_INODE_EXTREF_KEY:
-		print_inode_extrefs(c);
+		print_packed_item(c, "refs");
 		break;
 	case BTRFS_DIR_ITEM_KEY:
 	case BTRFS_DIR_INDEX_KEY:
 	case BTRFS_XATTR_ITEM_KEY:
-		print_dir_items(c);
+		print_packed_item(c, "entries");
 		break;
 	case BTRFS_DIR_LOG_ITEM_KEY:
 	case BTRFS_DIR_LOG_INDEX_KEY:

@@ -11,6 +11,7 @@
 #include "errctx.h"
 #include "misc.h"
 #include "root-tree.h"
+#include "tree-checker.h"
 
 static struct btrfs_root *find_cached_root(struct tlog_fs *fs, u64 objectid, u64 offset)
 {
@@ -24,24 +25,15 @@ static struct btrfs_root *find_cached_root(struct tlog_fs *fs, u64 objectid, u64
 static int load_root_item(struct tlog_fs *fs, struct btrfs_root *root,
 			  const struct extent_buffer *leaf, int slot)
 {
-	u32 size = btrfs_item_size(leaf, slot);
 	struct btrfs_root_item *ri = &root->root_item;
+	int ret;
 
-	if (size != sizeof(*ri) && size != BTRFS_ROOT_ITEM_LEGACY_SIZE)
-		return tlog_error(-EUCLEAN, "root item for tree %llu has size %u",
-				  (unsigned long long)root->root_key.objectid, size);
-	memset(ri, 0, sizeof(*ri));
-	memcpy(ri, btrfs_item_ptr(leaf, slot), size);
+	ret = btrfs_decode_root_item(fs, leaf, slot, &root->root_key, ri, NULL, 0);
+	if (ret)
+		return ret;
 	root->bytenr = btrfs_root_item_bytenr(ri);
 	root->level = btrfs_root_item_level(ri);
 	root->generation = btrfs_root_item_generation(ri);
-	if (root->level >= BTRFS_MAX_LEVEL)
-		return tlog_error(-EUCLEAN, "tree %llu has invalid root level %u",
-				  (unsigned long long)root->root_key.objectid, root->level);
-	if (root->bytenr == 0 || !IS_ALIGNED(root->bytenr, fs->sectorsize))
-		return tlog_error(-EUCLEAN, "tree %llu has invalid root address %llu",
-				  (unsigned long long)root->root_key.objectid,
-				  (unsigned long long)root->bytenr);
 	return 0;
 }
 

@@ -337,23 +337,6 @@ struct xattr_scan {
 	bool found;
 };
 
-/* Whether the dir-format item at the path has an entry named @name. */
-static bool item_has_name(const struct btrfs_path *path, const char *name, u16 len)
-{
-	const u8 *p = btrfs_item_ptr(path->nodes[0], path->slots[0]);
-	u32 size = btrfs_item_size(path->nodes[0], path->slots[0]), cur = 0;
-
-	while (cur + sizeof(struct btrfs_dir_item) <= size) {
-		const struct btrfs_dir_item *di = (const void *)(p + cur);
-		u32 nl = btrfs_dir_item_name_len(di);
-
-		if (nl == len && cur + sizeof(*di) + nl <= size && memcmp(di + 1, name, nl) == 0)
-			return true;
-		cur += sizeof(*di) + nl + btrfs_dir_item_data_len(di);
-	}
-	return false;
-}
-
 static int check_xattr_in_log(const struct tlog_dir_entry *de, void *arg)
 {
 	struct xattr_scan *xs = arg;
@@ -364,10 +347,15 @@ static int check_xattr_in_log(const struct tlog_dir_entry *de, void *arg)
 
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot(xs->rp->log, &key, &path);
-	if (ret == 0)
-		ret = item_has_name(&path, de->name, de->name_len);
-	else if (ret > 0)
+	if (ret == 0) {
+		struct tlog_dir_entry found;
+
+		ret = btrfs_find_name_in_dir_item(path.nodes[0], path.slots[0], de->name,
+						  de->name_len, &found, NULL);
+		ret = ret == -ENOENT ? 0 : ret ? ret : 1;
+	} else if (ret > 0) {
 		ret = 0;
+	}
 	btrfs_release_path(&path);
 	if (ret)
 		return ret < 0 ? ret : 0;
@@ -1013,11 +1001,11 @@ static int replay_item(struct replay *rp, const struct extent_buffer *leaf, int 
 		       const struct btrfs_key *key)
 {
 	if (key->type == BTRFS_INODE_ITEM_KEY) {
-		const struct btrfs_inode_item *ii = btrfs_item_ptr(leaf, slot);
+		const struct btrfs_inode_item *ii;
+		int ret = btrfs_decode_inode_item(rp->fs, leaf, slot, key, &ii, NULL, 0);
 
-		if (btrfs_item_size(leaf, slot) < sizeof(*ii))
-			return tlog_error(-EUCLEAN, "log: inode item %llu too small",
-					  (unsigned long long)key->objectid);
+		if (ret)
+			return ret;
 		/* an inode without links (tmpfile, unlinked, replaced): skip it all */
 		rp->ignore_cur_inode = btrfs_inode_item_nlink(ii) == 0;
 		if (rp->ignore_cur_inode) {
@@ -1158,6 +1146,7 @@ static int zero_qgroup_counters(struct replay *rp, struct btrfs_root *quota)
 
 	for (;;) {
 		struct btrfs_path path;
+		char note[256];
 		int ret;
 
 		btrfs_init_path(&path);
@@ -1172,8 +1161,9 @@ static int zero_qgroup_counters(struct replay *rp, struct btrfs_root *quota)
 		if (ret)
 			return ret > 0 ? 0 : ret;
 		ret = btrfs_search_slot_for_write(rp->trans, quota, &key, &path, 0);
-		if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) >=
-		    sizeof(struct btrfs_qgroup_info_item)) {
+		/* a counter that cannot be read is left for the rescan to redo */
+		if (ret == 0 && btrfs_fixed_item_at(path.nodes[0], path.slots[0], &key, note,
+						    sizeof(note))) {
 			struct btrfs_qgroup_info_item *qi = btrfs_item_ptr(path.nodes[0],
 									   path.slots[0]);
 

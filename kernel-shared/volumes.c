@@ -14,6 +14,7 @@
 #include "ctree.h"
 #include "errctx.h"
 #include "misc.h"
+#include "tree-checker.h"
 #include "volumes.h"
 
 void chunk_map_init(struct chunk_map *map)
@@ -25,112 +26,6 @@ void chunk_map_release(struct chunk_map *map)
 {
 	free(map->maps);
 	chunk_map_init(map);
-}
-
-/* Bytes each stripe of a chunk covers on its device. */
-static u64 chunk_stripe_size(u64 type, u64 length, u16 num_stripes, u16 sub_stripes)
-{
-	u64 profile = type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
-
-	if (profile & BTRFS_BLOCK_GROUP_RAID0)
-		return length / num_stripes;
-	if ((profile & BTRFS_BLOCK_GROUP_RAID10) && sub_stripes)
-		return length * sub_stripes / num_stripes;
-	if ((profile & BTRFS_BLOCK_GROUP_RAID5) && num_stripes > 1)
-		return length / (num_stripes - 1);
-	if ((profile & BTRFS_BLOCK_GROUP_RAID6) && num_stripes > 2)
-		return length / (num_stripes - 2);
-	return length;	/* single, DUP and the mirrors: a whole copy each */
-}
-
-/*
- * Every stripe on our device lies inside it, as the kernel's dev extent
- * verification at mount demands: a chunk map that points past the end
- * would send reads to nowhere and writes far beyond the image.
- */
-static int check_chunk_stripes(struct tlog_fs *fs, u64 logical, const struct btrfs_chunk *chunk)
-{
-	u64 devid = btrfs_dev_item_devid(&fs->super.dev_item);
-	u64 dev_size = btrfs_dev_item_total_bytes(&fs->super.dev_item);
-	u16 num_stripes = btrfs_chunk_num_stripes(chunk);
-	u64 size = chunk_stripe_size(btrfs_chunk_type(chunk), btrfs_chunk_length(chunk),
-				     num_stripes, btrfs_chunk_sub_stripes(chunk));
-
-	for (int i = 0; i < num_stripes; i++) {
-		const struct btrfs_stripe *s = btrfs_chunk_stripe(chunk, i);
-		u64 physical = btrfs_stripe_offset(s);
-
-		if (btrfs_stripe_devid(s) != devid)
-			continue;
-		if (physical + size < physical || physical + size > dev_size)
-			return tlog_error(-EUCLEAN,
-					  "chunk at %llu: stripe %d [%llu, +%llu) is beyond the device end %llu",
-					  (unsigned long long)logical, i,
-					  (unsigned long long)physical, (unsigned long long)size,
-					  (unsigned long long)dev_size);
-	}
-	return 0;
-}
-
-/* What the kernel's chunk validation demands, minus multi-device rules. */
-static int check_chunk(struct tlog_fs *fs, u64 logical,
-		       const struct btrfs_chunk *chunk, u32 item_size)
-{
-	u64 length, type, stripe_len, profile;
-	u16 num_stripes, sub_stripes;
-
-	if (item_size < sizeof(struct btrfs_chunk))
-		return tlog_error(-EUCLEAN, "chunk at %llu: item too small (%u bytes)",
-				  (unsigned long long)logical, item_size);
-	num_stripes = btrfs_chunk_num_stripes(chunk);
-	sub_stripes = btrfs_chunk_sub_stripes(chunk);
-	length = btrfs_chunk_length(chunk);
-	type = btrfs_chunk_type(chunk);
-	stripe_len = btrfs_chunk_stripe_len(chunk);
-	profile = type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
-
-	if (num_stripes == 0)
-		return tlog_error(-EUCLEAN, "chunk at %llu has no stripes",
-				  (unsigned long long)logical);
-	if (num_stripes > TLOG_MAX_STRIPES)
-		return tlog_error(-EUCLEAN, "chunk at %llu has %u stripes",
-				  (unsigned long long)logical, num_stripes);
-	if (item_size != btrfs_chunk_item_size(num_stripes))
-		return tlog_error(-EUCLEAN, "chunk at %llu: item size %u does not fit %u stripes",
-				  (unsigned long long)logical, item_size, num_stripes);
-	if (length == 0 || !IS_ALIGNED(length, fs->sectorsize) ||
-	    !IS_ALIGNED(logical, fs->sectorsize))
-		return tlog_error(-EUCLEAN, "chunk at %llu: unaligned start or length %llu",
-				  (unsigned long long)logical, (unsigned long long)length);
-	if (logical + length < logical)
-		return tlog_error(-EUCLEAN, "chunk at %llu: length %llu overflows",
-				  (unsigned long long)logical, (unsigned long long)length);
-	if (stripe_len != BTRFS_STRIPE_LEN || !is_power_of_2(stripe_len))
-		return tlog_error(-EUCLEAN, "chunk at %llu: invalid stripe_len %llu",
-				  (unsigned long long)logical, (unsigned long long)stripe_len);
-	if (btrfs_chunk_sector_size(chunk) != fs->sectorsize)
-		return tlog_error(-EUCLEAN, "chunk at %llu: sector_size %u, expected %u",
-				  (unsigned long long)logical,
-				  btrfs_chunk_sector_size(chunk), fs->sectorsize);
-	if (!(type & BTRFS_BLOCK_GROUP_TYPE_MASK) ||
-	    (type & ~(BTRFS_BLOCK_GROUP_TYPE_MASK | BTRFS_BLOCK_GROUP_PROFILE_MASK)))
-		return tlog_error(-EUCLEAN, "chunk at %llu: invalid type 0x%llx",
-				  (unsigned long long)logical, (unsigned long long)type);
-	if (profile && !is_power_of_2(profile))
-		return tlog_error(-EUCLEAN, "chunk at %llu: more than one profile in 0x%llx",
-				  (unsigned long long)logical, (unsigned long long)type);
-	if ((type & BTRFS_BLOCK_GROUP_SYSTEM) &&
-	    (type & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA)))
-		return tlog_error(-EUCLEAN, "chunk at %llu: SYSTEM mixed with other types",
-				  (unsigned long long)logical);
-	if ((profile == 0 && num_stripes != 1) ||
-	    (profile == BTRFS_BLOCK_GROUP_DUP && num_stripes != 2) ||
-	    (profile == BTRFS_BLOCK_GROUP_RAID1 && num_stripes != 2) ||
-	    (profile == BTRFS_BLOCK_GROUP_RAID10 && (num_stripes < 2 || sub_stripes != 2)))
-		return tlog_error(-EUCLEAN, "chunk at %llu: %u stripes do not fit profile %s",
-				  (unsigned long long)logical, num_stripes,
-				  btrfs_bg_profile_name(type));
-	return check_chunk_stripes(fs, logical, chunk);
 }
 
 static int map_cmp(const void *a, const void *b)
@@ -147,7 +42,7 @@ int chunk_map_add(struct tlog_fs *fs, struct chunk_map *map, u64 logical,
 	const struct map_lookup *old;
 	int ret;
 
-	ret = check_chunk(fs, logical, chunk, item_size);
+	ret = btrfs_check_chunk(fs, logical, chunk, item_size);
 	if (ret)
 		return ret;
 
@@ -294,39 +189,6 @@ int btrfs_read_sys_array(struct tlog_fs *fs, struct chunk_map *map)
 	return 0;
 }
 
-/*
- * The chunk tree's item for our device agrees with the superblock's copy
- * of it, as the kernel's device setup at mount demands in its own way
- * (the filesystem's total_bytes covers the device, the device fits its
- * block device, no dev extent past its end): a device item of another
- * size would make the kernel refuse the image we write.
- */
-static int check_dev_item(struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
-			  const struct btrfs_key *key)
-{
-	const struct btrfs_dev_item *sb_dev = &fs->super.dev_item;
-	const struct btrfs_dev_item *dev = btrfs_item_ptr(leaf, slot);
-
-	if (btrfs_item_size(leaf, slot) < sizeof(*dev))
-		return tlog_error(-EUCLEAN, "device item %llu: item too small (%u bytes)",
-				  (unsigned long long)key->offset, btrfs_item_size(leaf, slot));
-	if (key->offset != btrfs_dev_item_devid(sb_dev) || btrfs_dev_item_devid(dev) != key->offset)
-		return tlog_error(-EOPNOTSUPP, "device item %llu: only single-device images are supported (this is device %llu)",
-				  (unsigned long long)key->offset,
-				  (unsigned long long)btrfs_dev_item_devid(sb_dev));
-	if (btrfs_dev_item_total_bytes(dev) != btrfs_dev_item_total_bytes(sb_dev))
-		return tlog_error(-EUCLEAN, "device item %llu: size %llu, the superblock says %llu",
-				  (unsigned long long)key->offset,
-				  (unsigned long long)btrfs_dev_item_total_bytes(dev),
-				  (unsigned long long)btrfs_dev_item_total_bytes(sb_dev));
-	if (btrfs_dev_item_bytes_used(dev) > btrfs_dev_item_total_bytes(dev))
-		return tlog_error(-EUCLEAN, "device item %llu: %llu bytes used of %llu",
-				  (unsigned long long)key->offset,
-				  (unsigned long long)btrfs_dev_item_bytes_used(dev),
-				  (unsigned long long)btrfs_dev_item_total_bytes(dev));
-	return 0;
-}
-
 static int read_dev_items(struct tlog_fs *fs)
 {
 	struct btrfs_tree_iter iter;
@@ -335,7 +197,7 @@ static int read_dev_items(struct tlog_fs *fs)
 	int ret = 0, found = 0;
 
 	btrfs_for_each_item(fs->chunk_root, &iter, &min, &max) {
-		ret = check_dev_item(fs, iter.leaf, iter.slot, &iter.key);
+		ret = btrfs_check_dev_item(fs, iter.leaf, iter.slot, &iter.key);
 		if (ret)
 			break;
 		found++;
