@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Names in subvolume trees (format.md 6): directory entries, inode back
+ * Names in subvolume trees: directory entries, inode back
  * references, xattrs and the items that hold several of them.
  *
  * DIR_ITEM, XATTR_ITEM, INODE_REF and INODE_EXTREF items pack every entry
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "csum.h"
 #include "dir-item.h"
 #include "errctx.h"
@@ -276,6 +277,7 @@ int btrfs_decode_ref_item(const struct extent_buffer *leaf, int slot,
 	u32 size = btrfs_item_size(leaf, slot), cur = 0;
 	struct tlog_ref_name *v = NULL;
 	struct btrfs_key key;
+	size_t alloc = 0;
 	int n = 0;
 
 	btrfs_item_key_to_cpu(leaf, &key, slot);
@@ -299,14 +301,9 @@ int btrfs_decode_ref_item(const struct extent_buffer *leaf, int slot,
 		r.len = ref.name_len;
 		memcpy(r.name, ref.name, r.len);
 		r.name[r.len] = '\0';
-		if (n % 8 == 0) {
-			struct tlog_ref_name *nv = realloc(v, (n + 8) * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
+		if (array_reserve(v, alloc, (size_t)n + 1)) {
+			free(v);
+			return -ENOMEM;
 		}
 		v[n++] = r;
 		cur += elen;

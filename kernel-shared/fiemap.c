@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * FIEMAP with btrfs's answers (fiemap-seek.md section 2).
+ * FIEMAP with btrfs's answers (the kernel's extent_fiemap;
+ * Documentation/design/fiemap-seek.md).
  *
  * Items are reported whole, in key order, from the one containing the
  * sector-aligned start of the range; consecutive reported extents merge
@@ -20,6 +21,8 @@
 
 #include "errctx.h"
 #include "file.h"
+#include "misc.h"
+#include "root-tree.h"
 
 /* s_maxbytes of btrfs: MAX_LFS_FILESIZE */
 #define TLOG_MAX_FILE_SIZE ((u64)LLONG_MAX)
@@ -36,11 +39,6 @@ struct fiemap_ctx {
 	u64 block_checked[BTRFS_MAX_LEVEL];
 	bool block_shared[BTRFS_MAX_LEVEL];
 };
-
-static u64 round_up_ss(u64 v, u32 ss)
-{
-	return (v + ss - 1) / ss * ss;
-}
 
 /* Count the references of a data extent; *@other when one names another inode. */
 struct ref_count {
@@ -193,7 +191,7 @@ static int item_to_fiemap(struct fiemap_ctx *ctx, const struct tlog_file_extent 
 	fe->logical = ext->start;
 	if (ext->type == BTRFS_FILE_EXTENT_INLINE) {
 		fe->physical = 0;
-		fe->length = round_up_ss(ext->end, ss) - ext->start;
+		fe->length = round_up(ext->end, ss) - ext->start;
 		fe->flags = TLOG_FIEMAP_EXTENT_DATA_INLINE | TLOG_FIEMAP_EXTENT_NOT_ALIGNED;
 		if (ext->compression)
 			fe->flags |= TLOG_FIEMAP_EXTENT_ENCODED;
@@ -346,7 +344,7 @@ static int fiemap_run(struct tlog_file *file, struct tlog_fiemap_request *req,
 		ctx.extent_path.reada_max = (struct btrfs_key){ (u64)-1, (u8)-1, (u64)-1 };
 	}
 	ret = fiemap_walk(&ctx, req->start / ss * ss,
-			  round_up_ss(req->start + req->length, ss), sink);
+			  round_up(req->start + req->length, ss), sink);
 	if (check_shared)
 		btrfs_release_path(&ctx.extent_path);
 	req->mapped_extents = sink->mapped;

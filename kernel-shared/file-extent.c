@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * File extent items of an inode: dropping a range of a file (format.md 8),
+ * File extent items of an inode: dropping a range of a file (Documentation/design/format.md, "Data and checksums"),
  * as truncate, punch and log replay need it.
  *
  * An item that straddles an end of the range is cut, keeping its extent
@@ -13,8 +13,11 @@
 #include <errno.h>
 #include <string.h>
 
+#include "backref.h"
 #include "errctx.h"
+#include "extent-tree.h"
 #include "file-extent.h"
+#include "misc.h"
 #include "tree-checker.h"
 
 struct found_extent {
@@ -164,7 +167,7 @@ int btrfs_drop_file_extents(struct tlog_trans *trans, struct btrfs_root *root, u
 	int ret = 0;
 
 	*bytes_found = 0;
-	if (start % ss || (end != (u64)-1 && end % ss))
+	if (!IS_ALIGNED(start, ss) || (end != (u64)-1 && !IS_ALIGNED(end, ss)))
 		return tlog_error(-EINVAL, "inode %llu: dropping unaligned range %llu-%llu",
 				  (unsigned long long)ino, (unsigned long long)start,
 				  (unsigned long long)end);

@@ -15,6 +15,7 @@
 
 #include "errctx.h"
 #include "file.h"
+#include "misc.h"
 
 /* Items stepped over before a jump forward falls back to a fresh search. */
 #define CURSOR_MAX_STEPS 64
@@ -216,8 +217,7 @@ int tlog_file_last_extent_end(struct tlog_file *file, u64 *ret)
 			break;
 		if (!tlog_extent_is_hole(&ext)) {
 			if (ext.type == BTRFS_FILE_EXTENT_INLINE)
-				*ret = ext.start + ((ext.end - ext.start + file->fs->sectorsize - 1) /
-						    file->fs->sectorsize * file->fs->sectorsize);
+				*ret = ext.start + round_up(ext.end - ext.start, file->fs->sectorsize);
 			else
 				*ret = ext.end;
 			break;

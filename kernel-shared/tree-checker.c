@@ -415,7 +415,7 @@ static enum entry_verdict judge_root_item(const struct tlog_fs *fs,
 	if (btrfs_root_item_level(ri) >= BTRFS_MAX_LEVEL)
 		return snprintf(what, n, "invalid root level %u", btrfs_root_item_level(ri)),
 		       ENTRY_BREAKS_RULE;
-	if (btrfs_root_item_bytenr(ri) == 0 || (fs && btrfs_root_item_bytenr(ri) % fs->sectorsize))
+	if (btrfs_root_item_bytenr(ri) == 0 || (fs && !IS_ALIGNED(btrfs_root_item_bytenr(ri), fs->sectorsize)))
 		return snprintf(what, n, "invalid root address %llu",
 				(unsigned long long)btrfs_root_item_bytenr(ri)), ENTRY_BREAKS_RULE;
 	return ENTRY_OK;
@@ -566,7 +566,7 @@ int btrfs_check_chunk(const struct tlog_fs *fs, u64 logical, const struct btrfs_
 	if (item_size != btrfs_chunk_item_size(num_stripes))
 		return tlog_error(-EUCLEAN, "chunk at %llu: item size %u does not fit %u stripes",
 				  (unsigned long long)logical, item_size, num_stripes);
-	if (length == 0 || length % fs->sectorsize || logical % fs->sectorsize)
+	if (length == 0 || !IS_ALIGNED(length, fs->sectorsize) || !IS_ALIGNED(logical, fs->sectorsize))
 		return tlog_error(-EUCLEAN, "chunk at %llu: unaligned start or length %llu",
 				  (unsigned long long)logical, (unsigned long long)length);
 	if (logical + length < logical)
@@ -712,7 +712,7 @@ static int check_file_extent_aligned(const struct extent_buffer *leaf, int slot,
 	};
 
 	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
-		if (values[i] % sectorsize)
+		if (!IS_ALIGNED(values[i], sectorsize))
 			return item_error(leaf, slot, key, "file extent",
 					  "%s %llu is not sector aligned (%u)", names[i],
 					  (unsigned long long)values[i], sectorsize);
@@ -729,7 +729,7 @@ static int check_decoded_file_extent(const struct extent_buffer *leaf, int slot,
 				     const struct btrfs_key *key, const struct tlog_file_extent *fe,
 				     u32 sectorsize)
 {
-	if (key->offset % sectorsize)
+	if (!IS_ALIGNED(key->offset, sectorsize))
 		return item_error(leaf, slot, key, "file extent", "unaligned file offset");
 	if (fe->type >= NR_FILE_EXTENT_TYPES)
 		return item_error(leaf, slot, key, "file extent", "invalid type %u", fe->type);
@@ -874,9 +874,9 @@ static int check_extent_flags(const struct tlog_fs *fs, const struct extent_buff
 		return item_error(leaf, slot, key, "extent", "metadata item of a data extent");
 	if (data && (ei->flags & BTRFS_BLOCK_FLAG_FULL_BACKREF))
 		return item_error(leaf, slot, key, "extent", "full backref flag on data");
-	if (key->objectid % fs->sectorsize)
+	if (!IS_ALIGNED(key->objectid, fs->sectorsize))
 		return item_error(leaf, slot, key, "extent", "unaligned bytenr");
-	if (key->type == BTRFS_EXTENT_ITEM_KEY && (!key->offset || key->offset % fs->sectorsize))
+	if (key->type == BTRFS_EXTENT_ITEM_KEY && (!key->offset || !IS_ALIGNED(key->offset, fs->sectorsize)))
 		return item_error(leaf, slot, key, "extent", "length is not a whole number of sectors");
 	/* a skinny item's level was capped at BTRFS_MAX_LEVEL when read */
 	if (tree && ei->level >= BTRFS_MAX_LEVEL)
@@ -990,6 +990,15 @@ int btrfs_decode_keyed_ref(const struct extent_buffer *leaf, int slot, const str
 	return 0;
 }
 
+void btrfs_parse_csum_item(const void *ptr, u32 size, u64 key_offset, u32 csum_size,
+			   u32 sectorsize, struct tlog_csum_item *ret)
+{
+	ret->start = key_offset;
+	ret->end = key_offset + (u64)(size / csum_size) * sectorsize;
+	ret->csums = ptr;
+	ret->size = size;
+}
+
 int btrfs_decode_csum_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
 			   const struct btrfs_key *key, struct tlog_csum_item *ret)
 {
@@ -998,17 +1007,15 @@ int btrfs_decode_csum_item(const struct tlog_fs *fs, const struct extent_buffer 
 	memset(ret, 0, sizeof(*ret));
 	if (key->objectid != BTRFS_EXTENT_CSUM_OBJECTID || key->type != BTRFS_EXTENT_CSUM_KEY)
 		return item_error(leaf, slot, key, "csum", "invalid key");
-	if (key->offset % fs->sectorsize)
+	if (!IS_ALIGNED(key->offset, fs->sectorsize))
 		return item_error(leaf, slot, key, "csum", "unaligned bytenr");
 	if (size % fs->csum_size)
 		return item_error(leaf, slot, key, "csum", "item size %u is not a multiple of %u",
 				  size, (unsigned)fs->csum_size);
-	ret->start = key->offset;
-	ret->end = key->offset + (u64)(size / fs->csum_size) * fs->sectorsize;
+	btrfs_parse_csum_item(btrfs_item_ptr(leaf, slot), size, key->offset, fs->csum_size,
+			      fs->sectorsize, ret);
 	if (ret->end < ret->start)
 		return item_error(leaf, slot, key, "csum", "end overflows");
-	ret->csums = btrfs_item_ptr(leaf, slot);
-	ret->size = size;
 	return 0;
 }
 

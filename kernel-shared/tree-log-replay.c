@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Log replay: bring the fsyncs a log tree holds into the subvolumes, with
- * the result the kernel's mount-time replay gives (log-tree.md section 2).
+ * the result the kernel's mount-time replay gives (btrfs_recover_log_trees;
+ * Documentation/design/log-replay.md).
  *
  * The kernel's result depends on the order of its steps, so this follows
  * it: every log tree (highest subvolume first) is walked in key order
@@ -23,10 +24,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "array.h"
+#include "backref.h"
 #include "csum.h"
 #include "dir-item.h"
 #include "errctx.h"
+#include "extent-tree.h"
 #include "file-extent.h"
+#include "file-item.h"
+#include "misc.h"
+#include "root-tree.h"
 #include "tree-checker.h"
 #include "tree-log.h"
 
@@ -82,15 +89,8 @@ static struct tlog_replay_inode *stat_of(struct replay *rp, u64 ino)
 			return e;
 		h = (h + 1) % s->hash_size;
 	}
-	if (s->nr == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		struct tlog_replay_inode *v = realloc(s->inodes, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		s->inodes = v;
-		s->cap = cap;
-	}
+	if (array_reserve(s->inodes, s->cap, s->nr + 1))
+		return NULL;
 	s->inodes[s->nr] = (struct tlog_replay_inode){ .subvol = subvol, .ino = ino };
 	s->hash[h] = ++s->nr;
 	return &s->inodes[s->nr - 1];
@@ -164,7 +164,7 @@ static int backref_in_log(struct replay *rp, const struct btrfs_key *key, u64 pa
 	return tlog_log_has_ref_name(rp->log, key, parent, name, len);
 }
 
-/* ---- link count bookkeeping (log-tree.md 2.4.5, 2.9) ---- */
+/* ---- link count bookkeeping (the kernel's link count fixup items) ---- */
 
 static void inc_link(struct btrfs_inode_item *ii, void *arg)
 {
@@ -216,7 +216,7 @@ static int drop_one_dir_item(struct replay *rp, const struct tlog_dir_entry *de)
 	return ret;
 }
 
-/* ---- directory deletes (log-tree.md 2.10) ---- */
+/* ---- directory deletes (as the kernel's replay_dir_deletes) ---- */
 
 /* Whether the log has the entry (@dir, @index) named @name. */
 static int dir_index_in_log(struct replay *rp, u64 dir, u64 index, const char *name, u16 len)
@@ -328,7 +328,7 @@ static int replay_dir_deletes(struct replay *rp, u64 dir, bool del_all)
 	return 0;
 }
 
-/* ---- stage 1: inode items (log-tree.md 2.4) ---- */
+/* ---- stage 1: inode items (LOG_WALK_REPLAY_INODES) ---- */
 
 struct xattr_scan {
 	struct replay *rp;
@@ -460,7 +460,7 @@ static int truncate_to_size(struct replay *rp, u64 ino)
 	if (ret)
 		return ret;
 	from = btrfs_inode_item_size(&ii);
-	from = (from + rp->fs->sectorsize - 1) / rp->fs->sectorsize * rp->fs->sectorsize;
+	from = round_up(from, rp->fs->sectorsize);
 	ret = btrfs_drop_file_extents(rp->trans, rp->root, ino, from, (u64)-1, &found);
 	if (!ret)
 		ret = btrfs_update_inode(rp->trans, rp->root, ino, sub_nbytes, &found);
@@ -485,7 +485,7 @@ static int replay_inode_item(struct replay *rp, const struct btrfs_key *key,
 	return ret;
 }
 
-/* ---- stage 2: directory index entries (log-tree.md 2.5) ---- */
+/* ---- stage 2: directory index entries (LOG_WALK_REPLAY_DIR_INDEX) ---- */
 
 /*
  * A subvolume entry @found where the logged one wants to be: 1 if it is
@@ -593,7 +593,7 @@ static int dir_index_cb(const struct tlog_dir_entry *de, void *arg)
 	return ret ? ret : 1;
 }
 
-/* ---- stage 3: back references (log-tree.md 2.7) ---- */
+/* ---- stage 3: back references (as the kernel's add_inode_ref) ---- */
 
 /*
  * Before adding logged name @nm of @ino: unlink the names of @ino in the
@@ -806,7 +806,7 @@ out:
 	return ret;
 }
 
-/* ---- stage 3: file extents (log-tree.md 2.8) ---- */
+/* ---- stage 3: file extents (as the kernel's replay_one_extent) ---- */
 
 static void add_nbytes(struct btrfs_inode_item *ii, void *arg)
 {
@@ -890,7 +890,7 @@ static int replay_one_extent(struct replay *rp, const struct extent_buffer *leaf
 	inl = fe.type == BTRFS_FILE_EXTENT_INLINE;
 	if (inl) {
 		nbytes = fe.ram_bytes;
-		end = (start + nbytes + ss - 1) / ss * ss;
+		end = round_up(start + nbytes, ss);
 	} else {
 		end = fe.end;
 		if (fe.disk_bytenr)
@@ -930,7 +930,7 @@ static int replay_one_extent(struct replay *rp, const struct extent_buffer *leaf
 	return btrfs_update_inode(rp->trans, rp->root, key->objectid, add_nbytes, delta);
 }
 
-/* ---- link count fixup (log-tree.md 2.9) ---- */
+/* ---- link count fixup (as the kernel's fixup_inode_link_counts) ---- */
 
 static void set_nlink(struct btrfs_inode_item *ii, void *arg)
 {
