@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "root-tree.h"
 #include "super.h"
 #include "errctx.h"
 #include "inode.h"
@@ -330,14 +331,14 @@ static int decode_inode_key(struct log_ctx *ctx, const struct tlog_log_cursor *c
 static int decode_csum(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot,
 		       const struct btrfs_key *key)
 {
-	u32 size = btrfs_item_size(leaf, slot);
+	struct tlog_csum_item item;
 	json_object *o;
 
-	if (!ctx->fs->csum_size || size % ctx->fs->csum_size)
+	if (btrfs_decode_csum_item(ctx->fs, leaf, slot, key, &item))
 		return -EUCLEAN;
 	o = json_object_new_object();
-	json_add_u64(o, "start", key->offset);
-	json_add_u64(o, "length", (u64)(size / ctx->fs->csum_size) * ctx->fs->sectorsize);
+	json_add_u64(o, "start", item.start);
+	json_add_u64(o, "length", item.end - item.start);
 	json_object_array_add(ctx->jcsums, o);
 	return 0;
 }
@@ -669,21 +670,15 @@ static int cmd_dump_log(const struct cmd_struct *cmd, int argc, char **argv)
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct tlog_open_opts opts = { .super_mirror = -1 };
 	struct cmd_common common = CMD_COMMON_INIT;
+	struct tlog_open_opts opts;
 	struct tlog_fs *fs;
 	json_object *top;
-	int c, ret = 0;
+	int ret = 0;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
-		if (handle_common_option(cmd, c, &common))
-			continue;
-		usage_unknown_option(cmd, argv);
-	}
+	cmd_parse_common_options(cmd, argc, argv, long_options, &common);
 	check_argc(cmd, argc, 1, 1);
-
-	opts.super_mirror = common.super_mirror;
+	cmd_open_opts(cmd, &common, &opts);
 	if (open_image(argv[optind], &opts, &fs))
 		return 1;
 	if (!fs->log_root_tree && fs->super_mirror != 0 && common.format != OUTPUT_JSON) {

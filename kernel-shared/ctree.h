@@ -371,7 +371,4 @@ int tlog_open_bdev(struct tlog_bdev *bdev, const struct tlog_open_opts *opts,
 		   struct tlog_fs **ret);
 void tlog_close(struct tlog_fs *fs);
 
-/* Until every user includes root-tree.h itself. */
-#include "root-tree.h"
-
 #endif

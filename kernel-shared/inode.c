@@ -10,6 +10,7 @@
 #include "csum.h"
 #include "errctx.h"
 #include "inode.h"
+#include "root-tree.h"
 #include "tree-checker.h"
 
 static void fill_empty_subvol_dir(struct btrfs_inode_item *inode)

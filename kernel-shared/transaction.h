@@ -102,9 +102,4 @@ bool tlog_trans_defers_frees(struct tlog_trans *trans);
 int tlog_trans_defer_data_free(struct tlog_trans *trans, u64 bytenr, u64 len);
 int tlog_trans_run_deferred_frees(struct tlog_trans *trans);
 
-/* Until every user includes the data extent headers itself. */
-#include "backref.h"
-#include "extent-tree.h"
-#include "file-item.h"
-
 #endif

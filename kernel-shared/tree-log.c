@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Log trees (log-tree.md): the log as replay, dump-log and zero-log read
+ * Log trees (Documentation/design/log-replay.md): the log as replay, dump-log and zero-log read
  * it - its subvolumes, its blocks, its items inode by inode, the lookups
  * replay makes in it - then counting what it holds, and discarding it.
  */
@@ -11,6 +11,7 @@
 
 #include "blockdev.h"
 #include "dir-item.h"
+#include "root-tree.h"
 #include "super.h"
 #include "errctx.h"
 #include "tree-log.h"

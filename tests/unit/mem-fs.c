@@ -9,6 +9,9 @@
 
 #include "block-group.h"
 #include "csum.h"
+#include "extent-tree.h"
+#include "file-item.h"
+#include "root-tree.h"
 #include "super.h"
 #include "errctx.h"
 #include "mkfs.h"

@@ -9,7 +9,7 @@
 /*
  * Expected values come from independent implementations, not from the code
  * under test: crc32c and the key hashes from a bitwise Python CRC-32C
- * (reflected polynomial 0x82F63B78) and from format.md section 2 / 7.4 / 8.3;
+ * (reflected polynomial 0x82F63B78) and from kernel-written items;
  * xxhash64 from `xxhsum -H64` (xxhash 0.8.1); sha256 from sha256sum / FIPS
  * 180-2; blake2b-256 from `b2sum -l 256` and Python hashlib.
  */
@@ -112,7 +112,7 @@ Test(csum, unknown_type_is_einval)
 	cr_assert_eq(btrfs_csum_data(0xFFFF, "abc", 3, csum), -EINVAL);
 }
 
-/* ---- checksum type table (format.md section 2) ---- */
+/* ---- checksum type table ---- */
 
 Test(csum, type_sizes)
 {
@@ -184,7 +184,7 @@ static void assert_name_hash(const char *name, u64 expect)
 
 Test(csum, name_hash_examples)
 {
-	/* format.md section 2, checked against kernel-written DIR_ITEM keys */
+	/* the name hash, checked against kernel-written DIR_ITEM keys */
 	assert_name_hash("default", 2378154706ULL);
 	assert_name_hash("small.txt", 474883676ULL);
 	assert_name_hash("symlink", 2091710611ULL);
@@ -200,7 +200,7 @@ Test(csum, name_hash_uses_len_not_nul)
 
 Test(csum, extref_hash_example)
 {
-	/* format.md 8.3: parent 304, name "n078_" + 200 x 'y' -> 825281864 */
+	/* parent 304, name "n078_" + 200 x 'y' -> 825281864 */
 	char name[5 + 200];
 
 	memcpy(name, "n078_", 5);
@@ -220,6 +220,6 @@ Test(csum, extref_hash_truncates_parent_to_u32)
 
 Test(csum, extent_data_ref_hash_example)
 {
-	/* format.md 7.4: root 5, inode 297, offset 0 (recomputed in Python) */
+	/* root 5, inode 297, offset 0 (recomputed in Python) */
 	cr_assert_eq(btrfs_extent_data_ref_hash(5, 297, 0), 1007496931555208115ULL);
 }

@@ -12,7 +12,7 @@
 #include "errctx.h"
 
 /*
- * Blocks follow format.md 4.1-4.3: a 101-byte header, then 25-byte item
+ * Blocks are laid out as the kernel writes them: a 101-byte header, then 25-byte item
  * headers (leaf) or 33-byte key pointers (node); leaf item offsets count
  * from the end of the header and data is packed from the end of the block;
  * the checksum covers bytes [32, nodesize).
@@ -93,7 +93,7 @@ static void set_disk_key(struct btrfs_disk_key *dk, u64 objectid, u8 type, u64 o
 }
 
 /*
- * The fs-tree root directory of a fresh mkfs (format.md 6): INODE_ITEM (160
+ * The fs-tree root directory of a fresh mkfs: INODE_ITEM (160
  * bytes), INODE_REF ".." (10 + 2 bytes) and a DIR_ITEM for "default" (30 + 7
  * bytes, hash 2378154706).  Data is packed from the end: item 0 ends at
  * LEAF_DATA and each following item ends where the previous one starts.
@@ -176,7 +176,7 @@ Test(ctree, valid_node)
 
 Test(ctree, valid_node_level_7)
 {
-	/* levels 0..7 are allowed (format.md 1: tree height at most 8) */
+	/* levels 0..7 are allowed */
 	build_node(2);
 	btrfs_set_header_level(hdr(), 7);
 	seal();
@@ -268,7 +268,7 @@ Test(ctree, leaf_unsorted_keys)
 
 Test(ctree, leaf_duplicate_keys)
 {
-	/* keys must be strictly increasing (format.md 4.2) */
+	/* keys must be strictly increasing */
 	build_leaf();
 	set_disk_key(&item(1)->key, 256, BTRFS_INODE_ITEM_KEY, 0);
 	seal();
@@ -334,7 +334,7 @@ Test(ctree, leaf_item_right_after_headers)
 
 Test(ctree, leaf_gap_between_items)
 {
-	/* format.md 4.2: item data is packed with no gaps (kernel tree-checker) */
+	/* item data is packed with no gaps (kernel tree-checker) */
 	build_leaf();
 	btrfs_set_raw_item_offset(item(2), btrfs_raw_item_offset(item(2)) - 8);
 	seal();
@@ -363,7 +363,7 @@ Test(ctree, node_zero_pointers)
 
 Test(ctree, node_too_many_pointers)
 {
-	/* 16283 / 33 = 493 pointers at most (format.md 13) */
+	/* 16283 / 33 = 493 pointers at most */
 	build_node(2);
 	btrfs_set_header_nritems(hdr(), 494);
 	seal();

@@ -11,6 +11,7 @@
 #include "errctx.h"
 #include "inode.h"
 #include "mem-tree.h"
+#include "root-tree.h"
 
 Test(errctx, save_restore_keeps_the_reason)
 {

@@ -5,7 +5,7 @@
 
 #include "format.h"
 
-/* Expected values are from /work/shared/docs/format.md unless noted. */
+/* Expected values are the on-disk format's (kernel fs/btrfs headers) unless noted. */
 
 static struct btrfs_key key(u64 objectid, u8 type, u64 offset)
 {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <criterion/criterion.h>
 
+#include "backref.h"
 #include "errctx.h"
 #include "file-extent.h"
 #include "mem-fs.h"

@@ -9,12 +9,12 @@
 #include "volumes.h"
 
 /*
- * The chunk layout is the default mkfs 1 GiB layout of format.md 5.5
+ * The chunk layout is the default mkfs.btrfs 1 GiB layout
  * (logical -> physical):
  *   DATA single      13631488 (8 MiB)     -> 13631488
  *   SYSTEM DUP       22020096 (8 MiB)     -> 22020096 and 30408704
  *   METADATA DUP     30408704 (53673984)  -> 38797312 and 92471296
- * Chunk validity rules are those of format.md 5.2.
+ * Chunk validity rules are those of the kernel's btrfs_check_chunk_valid().
  */
 #define MiB (1024ULL * 1024)
 
@@ -148,7 +148,7 @@ Test(volumes, chunks_are_kept_sorted)
 	cr_assert_null(chunk_map_find(&fs->chunks, DATA_LOGICAL + DATA_LEN));
 }
 
-/* ---- mapping (format.md 5.5) ---- */
+/* ---- mapping ---- */
 
 Test(volumes, map_single)
 {
@@ -163,7 +163,7 @@ Test(volumes, map_single)
 Test(volumes, map_single_non_identity)
 {
 	u8 buf[256];
-	u64 stripe[] = { 73 * MiB };	/* format.md 5.5 generator: DATA 100 MiB -> 73 MiB */
+	u64 stripe[] = { 73 * MiB };	/* mkfs layout: DATA at 100 MiB -> 73 MiB */
 	u64 phys[4] = { 0 };
 	u32 size = make_chunk(buf, 64 * MiB, BTRFS_BLOCK_GROUP_DATA, 1, stripe);
 
@@ -305,7 +305,7 @@ Test(volumes, different_duplicate_rejected)
 	cr_assert_eq(fs->chunks.nr, 1);
 }
 
-/* ---- invalid chunks (format.md 5.2) ---- */
+/* ---- invalid chunks ---- */
 
 /* A valid SINGLE DATA chunk in @buf, ready to be broken by the caller. */
 static u32 valid_single(u8 *buf)
@@ -474,7 +474,7 @@ Test(volumes, mixed_data_metadata_accepted)
 	cr_assert_eq(add_chunk(DATA_LOGICAL, buf, size), 0);
 }
 
-/* ---- sys_chunk_array (format.md 5.1) ---- */
+/* ---- sys_chunk_array ---- */
 
 /* Append key (256, CHUNK_ITEM, @logical) + chunk to the super's array. */
 static void sys_array_append(u64 logical, u64 length, u64 type, int num_stripes,
