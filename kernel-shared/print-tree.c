@@ -841,6 +841,7 @@ static void print_extent_csum(struct item_ctx *c)
 {
 	u32 csum_size = c->fs ? (u32)c->fs->csum_size : 0;
 	u32 sectorsize = c->fs ? c->fs->sectorsize : 0;
+	struct tlog_csum_item item;
 	u32 nr, len;
 	json_object *csums;
 
@@ -853,8 +854,9 @@ static void print_extent_csum(struct item_ctx *c)
 			jadd_u64(c->data, "start", c->key.offset);
 		return;
 	}
-	nr = c->size / csum_size;
-	len = nr * sectorsize;
+	btrfs_parse_csum_item(c->ptr, c->size, c->key.offset, csum_size, sectorsize, &item);
+	nr = item.size / csum_size;
+	len = (u32)(item.end - item.start);
 	if (c->out) {
 		fprintf(c->out, "\t\trange start %llu end %llu length %u\n",
 			(unsigned long long)c->key.offset,
@@ -866,7 +868,7 @@ static void print_extent_csum(struct item_ctx *c)
 	jadd_u64(c->data, "length", len);
 	csums = json_object_new_array();
 	for (u32 i = 0; i < nr; i++) {
-		const u8 *p = c->ptr + (size_t)i * csum_size;
+		const u8 *p = item.csums + (size_t)i * csum_size;
 		char hex[2 * BTRFS_CSUM_SIZE + 1];
 
 		for (u32 j = 0; j < csum_size && j < BTRFS_CSUM_SIZE; j++)

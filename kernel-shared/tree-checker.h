@@ -168,6 +168,14 @@ struct tlog_csum_item {
 };
 
 /*
+ * The range a csum item of @size bytes at @ptr covers, read without
+ * judging it (for printers; the decoder below shares it): a partial
+ * checksum at the end is left out.
+ */
+void btrfs_parse_csum_item(const void *ptr, u32 size, u64 key_offset, u32 csum_size,
+			   u32 sectorsize, struct tlog_csum_item *ret);
+
+/*
  * Decode the csum item at @slot: a whole number of checksums for data
  * starting at a sector boundary.  Returns 0 or -EUCLEAN with a finding.
  */
