@@ -827,7 +827,19 @@ static void fill_data_ref(const struct btrfs_extent_data_ref *dref, struct tlog_
 	ret->objectid = btrfs_extent_data_ref_objectid(dref);
 	ret->file_offset = btrfs_extent_data_ref_offset(dref);
 	ret->count = btrfs_extent_data_ref_count(dref);
-	ret->offset = btrfs_extent_data_ref_hash(ret->root, ret->objectid, ret->file_offset);
+}
+
+/*
+ * Where a reference sorts among its type: its offset, or for an
+ * EXTENT_DATA_REF the hash of what it names.  The hash is a crc32c, worked
+ * out only when two references are compared, not for every one read: a
+ * FIEMAP walk reads the extent item of every extent.
+ */
+static u64 ref_sort_key(const struct tlog_extent_ref *ref)
+{
+	if (ref->type == BTRFS_EXTENT_DATA_REF_KEY)
+		return btrfs_extent_data_ref_hash(ref->root, ref->objectid, ref->file_offset);
+	return ref->offset;
 }
 
 int btrfs_next_inline_ref(const struct tlog_extent_item *ei, u32 *cur,
@@ -897,7 +909,7 @@ static int check_inline_ref(const struct extent_buffer *leaf, int slot, const st
 				  data ? "data" : "tree block");
 	/* types ascend; within a type, offsets (hashes of data refs) descend */
 	if (last && (ref->type < last->type ||
-		     (ref->type == last->type && ref->offset > last->offset)))
+		     (ref->type == last->type && ref_sort_key(ref) > ref_sort_key(last))))
 		return item_error(leaf, slot, key, "extent", "inline reference at byte %u out of order",
 				  ref->at);
 	return 0;
@@ -985,7 +997,7 @@ int btrfs_decode_keyed_ref(const struct extent_buffer *leaf, int slot, const str
 	if (size != (u32)want)
 		return item_error(leaf, slot, key, "extent ref", "item size %u, expected %d", size, want);
 	btrfs_parse_keyed_ref(btrfs_item_ptr(leaf, slot), size, key, ret);
-	if (key->type == BTRFS_EXTENT_DATA_REF_KEY && ret->offset != key->offset)
+	if (key->type == BTRFS_EXTENT_DATA_REF_KEY && ref_sort_key(ret) != key->offset)
 		return item_error(leaf, slot, key, "extent ref", "key offset is not the hash of the ref");
 	return 0;
 }

@@ -109,7 +109,7 @@ struct tlog_extent_ref {
 	u8 type;		/* BTRFS_{TREE_BLOCK,SHARED_BLOCK,EXTENT_DATA,SHARED_DATA,EXTENT_OWNER}_REF_KEY */
 	u32 at;			/* inline: where it starts in the item */
 	u32 len;		/* inline: bytes it takes, 0 for an unknown type */
-	u64 offset;		/* root or parent; EXTENT_DATA_REF: the hash of what it names */
+	u64 offset;		/* root or parent; EXTENT_DATA_REF: the key's (0 inline) */
 	u64 root, objectid, file_offset;	/* EXTENT_DATA_REF */
 	u32 count;		/* references counted: 1 for tree blocks and owners */
 };
