@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Item checks, as the kernel's tree-checker applies them to every leaf it
- * reads.  A leaf whose checksum and layout are fine can still hold items
- * the kernel refuses (an inode without a file type, an inline extent whose
+ * What a valid tree block and a valid item are: one decoder and validator
+ * per item type, with the rules the kernel's tree-checker applies to every
+ * leaf it reads, and the block header and leaf/node layout checks.  Every
+ * reader decodes through here, so one item gets one verdict from every
+ * command; printers use the same decoders in a tolerant mode.
+ *
+ * A leaf whose checksum and layout are fine can still hold items the
+ * kernel refuses (an inode without a file type, an inline extent whose
  * length disagrees with its item); a writer that accepted them would
  * replay a log the kernel cannot mount into an image btrfs check rejects.
  *
- * A finding is recorded in the error context with its place: tree, block,
- * slot, key, and what is wrong.
+ * A finding is recorded with its place (tree, block, slot, key) and what
+ * is wrong, in a struct tlog_finding and as the error context's text.
+ *
+ * Sections: item dispatch and block layout; inodes, names, roots, block
+ * groups, devices and free space; extents, references and checksums.
  */
 #ifndef TLOG_TREE_CHECKER_H
 #define TLOG_TREE_CHECKER_H
@@ -34,10 +42,9 @@ struct tlog_finding {
 const struct tlog_finding *tlog_last_finding(void);
 
 /*
- * Check the item at @slot of @leaf, owned by tree @owner (a log tree for
- * subvolume @owner's log: pass the log's objectid).  @prev is the key of
- * the item before it in the same leaf, or NULL for slot 0: file extents
- * may not overlap their predecessor.  Returns 0 or -EUCLEAN.
+ * Check the item at @slot of @leaf with the decoder of its type.  @prev is
+ * the key of the item before it in the same leaf, or NULL for slot 0: file
+ * extents may not overlap their predecessor.  Returns 0 or -EUCLEAN.
  */
 int btrfs_check_item(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
 		     const struct btrfs_key *key, const struct btrfs_key *prev);
