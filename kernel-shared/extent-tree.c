@@ -14,6 +14,7 @@
 #include "backref.h"
 #include "errctx.h"
 #include "extent-tree.h"
+#include "misc.h"
 #include "file-item.h"
 #include "root-tree.h"
 #include "transaction.h"
@@ -48,7 +49,7 @@ int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u
 	struct btrfs_root *eroot;
 	int err;
 
-	if (len == 0 || len % trans->fs->sectorsize)
+	if (len == 0 || !IS_ALIGNED(len, trans->fs->sectorsize))
 		return tlog_error(-EINVAL, "data extent length %llu is not a sector multiple",
 				  (unsigned long long)len);
 	err = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
@@ -67,7 +68,8 @@ int btrfs_claim_logged_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len
 	struct btrfs_root *eroot;
 	int err;
 
-	if (len == 0 || len % trans->fs->sectorsize || bytenr % trans->fs->sectorsize)
+	if (len == 0 || !IS_ALIGNED(len, trans->fs->sectorsize) ||
+	    !IS_ALIGNED(bytenr, trans->fs->sectorsize))
 		return tlog_error(-EUCLEAN, "logged data extent %llu+%llu is not sector aligned",
 				  (unsigned long long)bytenr, (unsigned long long)len);
 	err = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
@@ -124,6 +126,20 @@ static int delete_data_extent(struct tlog_trans *trans, struct btrfs_root *eroot
 	return ret ? ret : tlog_trans_account_space(trans, bytenr, len, false);
 }
 
+int btrfs_search_extent_tree(struct tlog_trans *trans, const struct btrfs_key *key, int ins_len,
+			     struct btrfs_root **eroot, struct btrfs_path *path)
+{
+	int ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, eroot);
+
+	if (ret)
+		return ret;
+	btrfs_init_path(path);
+	ret = btrfs_search_slot_for_write(trans, *eroot, key, path, ins_len);
+	if (ret < 0)
+		btrfs_release_path(path);
+	return ret;
+}
+
 int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,
 			   u64 ino, u64 offset)
 {
@@ -133,11 +149,9 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 	u64 refs = 0;
 	int ret;
 
-	ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
-	if (ret)
+	ret = btrfs_search_extent_tree(trans, &key, -1, &eroot, &path);
+	if (ret < 0)
 		return ret;
-	btrfs_init_path(&path);
-	ret = btrfs_search_slot_for_write(trans, eroot, &key, &path, -1);
 	if (ret > 0)
 		ret = tlog_error(-EUCLEAN, "data extent %llu+%llu has no extent item",
 				 (unsigned long long)bytenr, (unsigned long long)len);
@@ -185,11 +199,9 @@ int btrfs_finish_data_free(struct tlog_trans *trans, u64 bytenr, u64 len)
 	u64 refs;
 	int ret;
 
-	ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
-	if (ret)
+	ret = btrfs_search_extent_tree(trans, &key, -1, &eroot, &path);
+	if (ret < 0)
 		return ret;
-	btrfs_init_path(&path);
-	ret = btrfs_search_slot_for_write(trans, eroot, &key, &path, -1);
 	if (ret > 0) {
 		/* freed already (deferred twice) */
 		btrfs_release_path(&path);

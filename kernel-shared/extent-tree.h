@@ -14,6 +14,14 @@
 int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
 			    u64 offset, u64 len, u64 *bytenr);
 /*
+ * Find @key in the extent tree to change it (@ins_len as for
+ * btrfs_search_slot_for_write): 0 found, 1 not, or -errno with @path
+ * released.  *@eroot is the extent tree, for the caller's edits.
+ */
+int btrfs_search_extent_tree(struct tlog_trans *trans, const struct btrfs_key *key, int ins_len,
+			     struct btrfs_root **eroot, struct btrfs_path *path);
+
+/*
  * Drop the reference of (@root, @ino, @offset) to the data extent at
  * @bytenr; the last one frees the extent and its checksums.
  */

@@ -350,11 +350,9 @@ static int delete_tree_block_ref(struct tlog_trans *trans, const struct block_re
 	struct btrfs_path path;
 	int ret;
 
-	ret = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &root);
-	if (ret)
+	ret = btrfs_search_extent_tree(trans, &key, -1, &root, &path);
+	if (ret < 0)
 		return ret;
-	btrfs_init_path(&path);
-	ret = btrfs_search_slot_for_write(trans, root, &key, &path, -1);
 	if (ret > 0)
 		ret = tlog_error(-EUCLEAN, "tree block %llu has no extent item",
 				 (unsigned long long)r->bytenr);
