@@ -28,7 +28,7 @@ void print_usage(const struct cmd_struct *cmd, bool full)
 			     "    --no-log              the committed state: do not apply the log tree\n"
 			     "                          (by default an image with a log is seen replayed,\n"
 			     "                          as the kernel mounts it; the image is not changed)\n");
-	fprintf(out, "    --super N             use superblock copy N (0, 1, 2) instead of the newest valid one\n");
+	fprintf(out, "    --super N             use superblock copy N (0, 1, 2) instead of the primary\n");
 }
 
 void usage(const struct cmd_struct *cmd, int exit_code)
