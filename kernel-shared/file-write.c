@@ -1,0 +1,858 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * File data as the kernel's page cache and writeback produce it.
+ *
+ * A write only makes bytes dirty (struct tlog_dirty_run, in
+ * inode-ops.h); extents are made when dirty data is written back, the
+ * way btrfs's delalloc does it: each contiguous run of dirty sectors
+ * becomes one extent of up to BTRFS_MAX_EXTENT_SIZE, or an inline extent
+ * when it holds the whole small file, or is written in place where it
+ * falls into a preallocated extent (or, for a NODATACOW file, into an
+ * extent only it references).  So the layout of a file - what FIEMAP
+ * shows after a sync - depends on what was dirty together, as it does
+ * under the kernel.
+ *
+ * The edge cases follow the kernel's helpers:
+ *  - truncate_block(): zeroing the rest of the block at the old EOF when
+ *    a file grows, or the partial blocks of a punched range, makes that
+ *    block dirty, whatever backs it;
+ *  - cont_expand(): growing a file past its EOF block inserts explicit
+ *    hole items for the new range when the filesystem lacks NO_HOLES;
+ *  - fallocate and punch hole write the dirty data of their range back
+ *    before they change its extents.
+ *
+ * The bytes of a dirty sector that no write covered are the file's
+ * current contents, read from the trees when the sector is written back
+ * (nothing else changes them in between), and zero past i_size.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "array.h"
+#include "backref.h"
+#include "csum.h"
+#include "errctx.h"
+#include "extent-tree.h"
+#include "file-extent.h"
+#include "file-item.h"
+#include "file.h"
+#include "inode-ops.h"
+#include "misc.h"
+
+/* The largest extent writeback makes of uncompressed data. */
+#define BTRFS_MAX_EXTENT_SIZE	(128ULL << 20)
+/* The largest extent one fallocate step makes. */
+#define BTRFS_MAX_PREALLOC_SIZE	(256ULL << 20)
+/* Data is staged for writing in pieces of this size. */
+#define WRITE_CHUNK		(1U << 20)
+
+static u64 sector_down(const struct tlog_mount *mnt, u64 v)
+{
+	return v / mnt->fs->sectorsize * mnt->fs->sectorsize;
+}
+
+static u64 sector_up(const struct tlog_mount *mnt, u64 v)
+{
+	u64 ss = mnt->fs->sectorsize;
+
+	return v > UINT64_MAX - ss ? UINT64_MAX / ss * ss : (v + ss - 1) / ss * ss;
+}
+
+static u64 i_size(const struct tlog_inode *inode)
+{
+	return btrfs_inode_item_size(&inode->item);
+}
+
+static u64 inode_flags(const struct tlog_inode *inode)
+{
+	return btrfs_inode_item_flags(&inode->item);
+}
+
+static void add_nbytes(struct tlog_inode *inode, s64 delta)
+{
+	u64 n = btrfs_inode_item_nbytes(&inode->item);
+
+	btrfs_set_inode_item_nbytes(&inode->item, delta < 0 && (u64)-delta > n ? 0 : n + delta);
+}
+
+static bool no_holes(const struct tlog_mount *mnt)
+{
+	return mnt->fs->incompat & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
+}
+
+/* ---- the dirty runs ---- */
+
+/* Cut [start, end) out of the runs (a run across an edge keeps its outside part). */
+static int dirty_cut(struct tlog_inode *inode, u64 start, u64 end)
+{
+	size_t i = 0;
+
+	while (i < inode->nr_dirty) {
+		struct tlog_dirty_run *r = &inode->dirty[i];
+
+		if (r->end <= start || r->start >= end) {
+			i++;
+			continue;
+		}
+		if (r->start < start && r->end > end) {
+			struct tlog_dirty_run tail = { end, r->end, r->byte };
+
+			if (array_reserve(inode->dirty, inode->alloc_dirty, inode->nr_dirty + 1))
+				return -ENOMEM;
+			r = &inode->dirty[i];
+			r->end = start;
+			memmove(&inode->dirty[i + 2], &inode->dirty[i + 1],
+				(inode->nr_dirty - i - 1) * sizeof(*r));
+			inode->dirty[i + 1] = tail;
+			inode->nr_dirty++;
+			return 0;
+		}
+		if (r->start < start) {
+			r->end = start;
+			i++;
+		} else if (r->end > end) {
+			r->start = end;
+			i++;
+		} else {
+			memmove(r, r + 1, (inode->nr_dirty - i - 1) * sizeof(*r));
+			inode->nr_dirty--;
+		}
+	}
+	return 0;
+}
+
+/* Bytes [start, end) now hold @byte in the page cache. */
+static int dirty_set(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end,
+		     u8 byte)
+{
+	size_t i;
+	int err;
+
+	if (start >= end)
+		return 0;
+	err = dirty_cut(inode, start, end);
+	if (err)
+		return err;
+	for (i = 0; i < inode->nr_dirty && inode->dirty[i].start < start; i++)
+		;
+	/* one run for neighbours of the same value: sequential writes stay one run */
+	if (i > 0 && inode->dirty[i - 1].end == start && inode->dirty[i - 1].byte == byte) {
+		inode->dirty[i - 1].end = end;
+		if (i < inode->nr_dirty && inode->dirty[i].start == end &&
+		    inode->dirty[i].byte == byte) {
+			inode->dirty[i - 1].end = inode->dirty[i].end;
+			memmove(&inode->dirty[i], &inode->dirty[i + 1],
+				(inode->nr_dirty - i - 1) * sizeof(inode->dirty[0]));
+			inode->nr_dirty--;
+		}
+	} else if (i < inode->nr_dirty && inode->dirty[i].start == end &&
+		   inode->dirty[i].byte == byte) {
+		inode->dirty[i].start = start;
+	} else {
+		if (array_reserve(inode->dirty, inode->alloc_dirty, inode->nr_dirty + 1))
+			return -ENOMEM;
+		memmove(&inode->dirty[i + 1], &inode->dirty[i],
+			(inode->nr_dirty - i) * sizeof(inode->dirty[0]));
+		inode->dirty[i] = (struct tlog_dirty_run){ start, end, byte };
+		inode->nr_dirty++;
+	}
+	if (list_empty(&inode->dirty_list))
+		list_add_tail(&inode->dirty_list, &mnt->dirty_inodes);
+	return 0;
+}
+
+/*
+ * btrfs_truncate_block(): zero [from, to) of the block holding @from
+ * (to the block's end when @to is 0) and make the block dirty; nothing
+ * when @from is block-aligned and the range ends on a block edge.
+ */
+static int truncate_block(struct tlog_mount *mnt, struct tlog_inode *inode, u64 from, u64 to)
+{
+	u64 block_end = sector_down(mnt, from) + mnt->fs->sectorsize;
+
+	if (!to || to > block_end)
+		to = block_end;
+	if (from == sector_down(mnt, from) && to == block_end)
+		return 0;
+	if (from == sector_down(mnt, from) && !to)
+		return 0;
+	return dirty_set(mnt, inode, from, to, 0);
+}
+
+/* ---- reading what the trees hold ---- */
+
+/* The extents of @inode that overlap [start, end), in order. */
+static int collect_extents(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end,
+			   struct tlog_file_extent **ret, size_t *nr)
+{
+	struct tlog_file_extent *v = NULL;
+	struct tlog_file *file;
+	size_t alloc = 0, n = 0;
+	int err;
+
+	*ret = NULL;
+	*nr = 0;
+	err = tlog_file_open(mnt->fs, inode->root, inode->ino, &file);
+	if (err)
+		return err;
+	for (err = tlog_file_cursor_seek(file, start); err == 0 && file->cur.ext.start < end;
+	     err = tlog_file_cursor_next(file)) {
+		if (array_reserve(v, alloc, n + 1)) {
+			err = -ENOMEM;
+			break;
+		}
+		v[n] = file->cur.ext;
+		v[n].inline_data = NULL;
+		n++;
+	}
+	tlog_file_close(file);
+	if (err < 0) {
+		free(v);
+		return err;
+	}
+	*ret = v;
+	*nr = n;
+	return 0;
+}
+
+/* Read [off, off + len) of the file as the trees hold it, zeros past @size. */
+static int read_old_data(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size, u8 *buf,
+			 u64 off, u64 len)
+{
+	struct tlog_file *file;
+	ssize_t got;
+	int err;
+
+	memset(buf, 0, len);
+	if (off >= size)
+		return 0;
+	err = tlog_file_open(mnt->fs, inode->root, inode->ino, &file);
+	if (err)
+		return err;
+	file->size = size;
+	got = tlog_file_pread(file, buf, len, off);
+	tlog_file_close(file);
+	return got < 0 ? (int)got : 0;
+}
+
+/* ---- writeback ---- */
+
+/*
+ * The bytes [off, off + len) of the page cache: old contents, the dirty
+ * runs over them, zeros from i_size on.  @len is at most WRITE_CHUNK.
+ */
+static int fill_chunk(struct tlog_mount *mnt, struct tlog_inode *inode, u8 *buf, u64 off,
+		      u64 len)
+{
+	u64 end = off + len, covered = off;
+	bool whole = true;
+
+	/* read the old data only where some byte is not dirty */
+	for (size_t i = 0; i < inode->nr_dirty && covered < end; i++) {
+		const struct tlog_dirty_run *r = &inode->dirty[i];
+
+		if (r->end <= covered)
+			continue;
+		if (r->start > covered)
+			break;
+		covered = r->end;
+	}
+	if (covered < end && covered < i_size(inode))
+		whole = false;
+	if (!whole) {
+		int err = read_old_data(mnt, inode, i_size(inode), buf, off, len);
+
+		if (err)
+			return err;
+	} else {
+		memset(buf, 0, len);
+	}
+	for (size_t i = 0; i < inode->nr_dirty; i++) {
+		const struct tlog_dirty_run *r = &inode->dirty[i];
+		u64 s = r->start > off ? r->start : off, e = r->end < end ? r->end : end;
+
+		if (r->start >= end)
+			break;
+		if (s < e)
+			memset(buf + (s - off), r->byte, e - s);
+	}
+	if (i_size(inode) < end)
+		memset(buf + (i_size(inode) > off ? i_size(inode) - off : 0), 0,
+		       end - (i_size(inode) > off ? i_size(inode) : off));
+	return 0;
+}
+
+/* Write the page cache's [start, end) to @bytenr, with checksums unless NODATASUM. */
+static int write_range_data(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end,
+			    u64 bytenr)
+{
+	bool sums = !(inode_flags(inode) & BTRFS_INODE_NODATASUM);
+	u8 *buf = malloc(WRITE_CHUNK);
+	int err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (u64 off = start; !err && off < end; off += WRITE_CHUNK) {
+		u64 n = end - off < WRITE_CHUNK ? end - off : WRITE_CHUNK;
+
+		err = fill_chunk(mnt, inode, buf, off, n);
+		if (!err)
+			err = btrfs_write_data(mnt->trans, bytenr + (off - start), buf, n);
+		if (!err && sums)
+			err = btrfs_insert_data_csums(mnt->trans, bytenr + (off - start), buf, n);
+	}
+	free(buf);
+	mnt->stats.data_bytes_written += end - start;
+	return err;
+}
+
+static int insert_file_extent(struct tlog_mount *mnt, struct tlog_inode *inode, u64 file_off,
+			      u8 type, u64 bytenr, u64 disk_len, u64 offset, u64 len, u64 ram)
+{
+	struct btrfs_file_extent_item fi;
+	struct btrfs_key key = { inode->ino, BTRFS_EXTENT_DATA_KEY, file_off };
+
+	memset(&fi, 0, sizeof(fi));
+	btrfs_set_file_extent_item_generation(&fi, mnt->trans->transid);
+	btrfs_set_file_extent_item_ram_bytes(&fi, ram);
+	btrfs_set_file_extent_item_type(&fi, type);
+	btrfs_set_file_extent_item_disk_bytenr(&fi, bytenr);
+	btrfs_set_file_extent_item_disk_num_bytes(&fi, disk_len);
+	btrfs_set_file_extent_item_offset(&fi, offset);
+	btrfs_set_file_extent_item_num_bytes(&fi, len);
+	return btrfs_insert_item(mnt->trans, inode->root, &key, &fi, sizeof(fi));
+}
+
+/* Drop what [start, end) maps, keeping nbytes right. */
+static int drop_extents(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end)
+{
+	u64 found = 0;
+	int err = btrfs_drop_file_extents(mnt->trans, inode->root, inode->ino, start, end, &found);
+
+	add_nbytes(inode, -(s64)found);
+	return err;
+}
+
+/* A new extent for [start, end) of the page cache (cow_file_range). */
+static int cow_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end)
+{
+	while (start < end) {
+		u64 len = end - start, bytenr;
+		int err;
+
+		if (len > BTRFS_MAX_EXTENT_SIZE)
+			len = BTRFS_MAX_EXTENT_SIZE;
+		/* the allocator may not find one piece that big: take smaller ones */
+		for (;;) {
+			struct tlog_errsave saved;
+
+			tlog_error_save(&saved);
+			err = btrfs_alloc_data_extent(mnt->trans, inode->root, inode->ino, start, len,
+						      &bytenr);
+			if (err != -ENOSPC || len <= mnt->fs->sectorsize)
+				break;
+			tlog_error_restore(&saved);
+			len = sector_up(mnt, len / 2);
+		}
+		if (err)
+			return err;
+		err = write_range_data(mnt, inode, start, start + len, bytenr);
+		if (!err)
+			err = drop_extents(mnt, inode, start, start + len);
+		if (!err)
+			err = insert_file_extent(mnt, inode, start, BTRFS_FILE_EXTENT_REG, bytenr, len,
+						 0, len, len);
+		if (err)
+			return err;
+		add_nbytes(inode, (s64)len);
+		mnt->stats.extents_written++;
+		start += len;
+	}
+	return 0;
+}
+
+/*
+ * Write [start, end) into the extent @e (prealloc, or a NODATACOW file's
+ * own extent) in place: the data goes where the extent already is, and
+ * the range's item becomes a regular one pointing into the same extent
+ * (btrfs_mark_extent_written).
+ */
+static int nocow_range(struct tlog_mount *mnt, struct tlog_inode *inode,
+		       const struct tlog_file_extent *e, u64 start, u64 end)
+{
+	u64 disk = e->disk_bytenr + e->offset + (start - e->start);
+	u64 ref_off = e->start - e->offset;
+	int err;
+
+	err = write_range_data(mnt, inode, start, end, disk);
+	if (err || e->type != BTRFS_FILE_EXTENT_PREALLOC)
+		return err;
+	err = drop_extents(mnt, inode, start, end);
+	if (!err)
+		err = btrfs_add_data_ref(mnt->trans, e->disk_bytenr, e->disk_num_bytes,
+					 inode->root->root_key.objectid, inode->ino, ref_off);
+	if (!err)
+		err = insert_file_extent(mnt, inode, start, BTRFS_FILE_EXTENT_REG, e->disk_bytenr,
+					 e->disk_num_bytes, e->offset + (start - e->start),
+					 end - start, e->ram_bytes);
+	if (!err)
+		add_nbytes(inode, (s64)(end - start));
+	return err;
+}
+
+/* Whether an existing extent can take the range's data in place (can_nocow_file_extent). */
+static bool can_nocow(const struct tlog_inode *inode, const struct tlog_file_extent *e)
+{
+	if (e->type == BTRFS_FILE_EXTENT_PREALLOC)
+		return true;
+	/* NODATACOW files overwrite extents only they use; sharing is not tracked here yet */
+	(void)inode;
+	return false;
+}
+
+/* run_delalloc_nocow: in-place where an extent allows it, copy-on-write elsewhere. */
+static int write_back_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end)
+{
+	struct tlog_file_extent *v;
+	size_t nr;
+	u64 cow_start = start;
+	int err = collect_extents(mnt, inode, start, end, &v, &nr);
+
+	if (err)
+		return err;
+	for (size_t i = 0; !err && i < nr; i++) {
+		const struct tlog_file_extent *e = &v[i];
+		u64 s = e->start > start ? e->start : start, t = e->end < end ? e->end : end;
+
+		if (s >= t || !can_nocow(inode, e))
+			continue;
+		if (cow_start < s)
+			err = cow_range(mnt, inode, cow_start, s);
+		if (!err)
+			err = nocow_range(mnt, inode, e, s, t);
+		cow_start = t;
+	}
+	if (!err && cow_start < end)
+		err = cow_range(mnt, inode, cow_start, end);
+	free(v);
+	return err;
+}
+
+/*
+ * can_cow_file_range_inline: the whole file in one dirty range from 0,
+ * shorter than a sector (a full sector is never inlined uncompressed), no
+ * longer than max_inline, and not a NODATACOW file.
+ */
+static bool inline_ok(const struct tlog_mount *mnt, const struct tlog_inode *inode, u64 end)
+{
+	u64 size = i_size(inode);
+
+	return size && end >= size && size < mnt->fs->sectorsize &&
+	       size <= mnt->max_inline && size <= tlog_max_inline_data_size(mnt->fs) &&
+	       !(inode_flags(inode) & BTRFS_INODE_NODATACOW);
+}
+
+static int write_inline(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	u64 size = i_size(inode);
+	struct btrfs_key key = { inode->ino, BTRFS_EXTENT_DATA_KEY, 0 };
+	u32 item = BTRFS_FILE_EXTENT_INLINE_DATA_START + (u32)size;
+	struct btrfs_file_extent_item *fi;
+	u8 *buf = calloc(1, item + mnt->fs->sectorsize);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	err = fill_chunk(mnt, inode, buf + item, 0, mnt->fs->sectorsize);
+	if (!err) {
+		memmove(buf + BTRFS_FILE_EXTENT_INLINE_DATA_START, buf + item, size);
+		err = drop_extents(mnt, inode, 0, mnt->fs->sectorsize);
+	}
+	if (!err) {
+		fi = (void *)buf;
+		memset(fi, 0, BTRFS_FILE_EXTENT_INLINE_DATA_START);
+		btrfs_set_file_extent_item_generation(fi, mnt->trans->transid);
+		btrfs_set_file_extent_item_ram_bytes(fi, size);
+		btrfs_set_file_extent_item_type(fi, BTRFS_FILE_EXTENT_INLINE);
+		err = btrfs_insert_item(mnt->trans, inode->root, &key, buf, item);
+	}
+	if (!err)
+		add_nbytes(inode, (s64)size);
+	free(buf);
+	return err;
+}
+
+int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end)
+{
+	u64 lo = sector_down(mnt, start), hi = end == (u64)-1 ? (u64)-1 : sector_up(mnt, end);
+	int err = 0;
+
+	if (!inode->nr_dirty || inode->evicted)
+		return 0;
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	while (!err) {
+		u64 s = 0, e = 0, size = sector_up(mnt, i_size(inode));
+		size_t i;
+
+		/* the next run of dirty sectors in [lo, hi) */
+		for (i = 0; i < inode->nr_dirty; i++) {
+			const struct tlog_dirty_run *r = &inode->dirty[i];
+			u64 rs = sector_down(mnt, r->start), re = sector_up(mnt, r->end);
+
+			if (re <= lo || rs >= hi)
+				continue;
+			if (!e) {
+				s = rs > lo ? rs : lo;
+				e = re;
+			} else if (rs <= e) {
+				e = re > e ? re : e;
+			} else {
+				break;
+			}
+		}
+		if (!e)
+			break;
+		if (e > hi)
+			e = hi;
+		if (e > size)
+			e = size;
+		if (e - s > BTRFS_MAX_EXTENT_SIZE)
+			e = s + BTRFS_MAX_EXTENT_SIZE;
+		if (s >= e) {
+			/* dirty bytes past EOF (a truncate cut them): nothing to write */
+			err = dirty_cut(inode, s, (u64)-1);
+			continue;
+		}
+		if (s == 0 && inline_ok(mnt, inode, e))
+			err = write_inline(mnt, inode);
+		else
+			err = write_back_range(mnt, inode, s, e);
+		if (!err)
+			err = dirty_cut(inode, s, e);
+		if (!err && inode->disk_i_size < e) {
+			inode->disk_i_size = e < i_size(inode) ? e : i_size(inode);
+		}
+		if (!err) {
+			if (array_reserve(inode->modified, inode->alloc_modified,
+					  inode->nr_modified + 1) == 0)
+				inode->modified[inode->nr_modified++] =
+					(struct tlog_dirty_run){ s, e, 0 };
+			tlog_inode_mark_dirty(mnt, inode);
+		}
+	}
+	return err;
+}
+
+/* ---- growing a file ---- */
+
+/*
+ * btrfs_cont_expand: the file grows from @old to @size; the block at the
+ * old EOF is zeroed past it, and without NO_HOLES the unmapped part of
+ * [round_up(old), round_up(size)) gets explicit hole items.
+ */
+static int cont_expand(struct tlog_mount *mnt, struct tlog_inode *inode, u64 old, u64 size)
+{
+	u64 hole_start = sector_up(mnt, old), block_end = sector_up(mnt, size);
+	struct tlog_file_extent *v;
+	size_t nr;
+	int err;
+
+	err = truncate_block(mnt, inode, old, 0);
+	if (err || no_holes(mnt) || block_end <= hole_start)
+		return err;
+	err = collect_extents(mnt, inode, hole_start, block_end, &v, &nr);
+	if (err)
+		return err;
+	{
+		u64 pos = hole_start;
+
+		for (size_t i = 0; !err && i <= nr; i++) {
+			u64 next = i < nr ? v[i].start : block_end;
+
+			if (next > block_end)
+				next = block_end;
+			if (next > pos)
+				err = insert_file_extent(mnt, inode, pos, BTRFS_FILE_EXTENT_REG, 0, 0,
+							 0, next - pos, next - pos);
+			if (i < nr && sector_up(mnt, v[i].end) > pos)
+				pos = sector_up(mnt, v[i].end);
+		}
+	}
+	free(v);
+	return err;
+}
+
+/* A write, truncate or fallocate changed the data: mtime, ctime, i_version. */
+static void data_changed(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	inode->item.mtime = inode->item.ctime = mnt->now;
+	btrfs_set_inode_item_sequence(&inode->item, btrfs_inode_item_sequence(&inode->item) + 1);
+	tlog_inode_mark_dirty(mnt, inode);
+}
+
+static int check_regular(const struct tlog_inode *inode)
+{
+	u32 mode = btrfs_inode_item_mode(&inode->item);
+
+	if (S_ISDIR(mode))
+		return -EISDIR;
+	if (!S_ISREG(mode))
+		return -EINVAL;
+	return 0;
+}
+
+#define MAX_LFS_FILESIZE	((u64)INT64_MAX)
+
+int tlog_write(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len, u8 byte)
+{
+	u64 old = i_size(inode), end;
+	int err = check_regular(inode);
+
+	if (err)
+		return err;
+	if (off > MAX_LFS_FILESIZE || len > MAX_LFS_FILESIZE - off)
+		return -EFBIG;
+	if (len == 0)
+		return 0;
+	end = off + len;
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err)
+		err = tlog_inode_kill_privs(mnt, inode);
+	if (err)
+		return err;
+	if (sector_down(mnt, off) > old)
+		err = cont_expand(mnt, inode, old, end);
+	else if (off > old)
+		err = dirty_set(mnt, inode, old, off, 0);	/* the page's bytes past EOF read as zeros */
+	if (!err)
+		err = dirty_set(mnt, inode, off, end, byte);
+	if (err)
+		return err;
+	if (end > old)
+		btrfs_set_inode_item_size(&inode->item, end);
+	data_changed(mnt, inode);
+	return 0;
+}
+
+/* Shrink an inline extent to @size bytes in place (btrfs_truncate_inode_items). */
+static int truncate_inline(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size,
+			   const struct tlog_file_extent *e)
+{
+	struct btrfs_key key = { inode->ino, BTRFS_EXTENT_DATA_KEY, 0 };
+	struct btrfs_path path;
+	int err;
+
+	if (size == 0 || e->compression)
+		return drop_extents(mnt, inode, 0, sector_up(mnt, e->end));
+	btrfs_init_path(&path);
+	err = btrfs_search_slot_for_write(mnt->trans, inode->root, &key, &path, 0);
+	if (err > 0)
+		err = -EUCLEAN;
+	if (!err)
+		err = btrfs_truncate_item(mnt->trans, &path,
+					  BTRFS_FILE_EXTENT_INLINE_DATA_START + (u32)size, true);
+	if (!err) {
+		struct btrfs_file_extent_item *fi = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+
+		btrfs_set_file_extent_item_ram_bytes(fi, size);
+		add_nbytes(inode, -(s64)(e->ram_bytes - size));
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
+/* The file ends at @size: drop what lies past it (btrfs_truncate). */
+static int shrink(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
+{
+	struct tlog_file_extent *v;
+	size_t nr;
+	int err;
+
+	err = dirty_cut(inode, size, (u64)-1);
+	if (err)
+		return err;
+	err = collect_extents(mnt, inode, 0, 1, &v, &nr);
+	if (err)
+		return err;
+	if (nr && v[0].type == BTRFS_FILE_EXTENT_INLINE && v[0].start == 0) {
+		err = size < v[0].ram_bytes ? truncate_inline(mnt, inode, size, &v[0]) : 0;
+		free(v);
+		if (err)
+			return err;
+		return size ? 0 : 0;
+	}
+	free(v);
+	return drop_extents(mnt, inode, sector_up(mnt, size), (u64)-1);
+}
+
+int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
+{
+	u64 old = i_size(inode);
+	int err = check_regular(inode);
+
+	if (err)
+		return err;
+	if (size > MAX_LFS_FILESIZE)
+		return -EFBIG;
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err)
+		err = tlog_inode_kill_privs(mnt, inode);
+	if (!err && size > old)
+		err = cont_expand(mnt, inode, old, size);
+	else if (!err && size < old)
+		err = shrink(mnt, inode, size);
+	if (err)
+		return err;
+	btrfs_set_inode_item_size(&inode->item, size);
+	inode->disk_i_size = size;
+	inode->full_sync = true;
+	data_changed(mnt, inode);
+	return 0;
+}
+
+/* ---- fallocate ---- */
+
+static int prealloc_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end)
+{
+	while (start < end) {
+		u64 len = end - start, bytenr;
+		int err;
+
+		if (len > BTRFS_MAX_PREALLOC_SIZE)
+			len = BTRFS_MAX_PREALLOC_SIZE;
+		for (;;) {
+			struct tlog_errsave saved;
+
+			tlog_error_save(&saved);
+			err = btrfs_alloc_data_extent(mnt->trans, inode->root, inode->ino, start, len,
+						      &bytenr);
+			if (err != -ENOSPC || len <= mnt->fs->sectorsize)
+				break;
+			tlog_error_restore(&saved);
+			len = sector_up(mnt, len / 2);
+		}
+		if (!err)
+			err = drop_extents(mnt, inode, start, start + len);
+		if (!err)
+			err = insert_file_extent(mnt, inode, start, BTRFS_FILE_EXTENT_PREALLOC, bytenr,
+						 len, 0, len, len);
+		if (err)
+			return err;
+		add_nbytes(inode, (s64)len);
+		btrfs_set_inode_item_flags(&inode->item, inode_flags(inode) | BTRFS_INODE_PREALLOC);
+		start += len;
+	}
+	return 0;
+}
+
+/* fallocate mode 0 / KEEP_SIZE: preallocate the holes of the range (btrfs_fallocate). */
+static int allocate_range(struct tlog_mount *mnt, struct tlog_inode *inode, bool keep,
+			  u64 off, u64 len)
+{
+	u64 start = sector_down(mnt, off), end = sector_up(mnt, off + len), old = i_size(inode);
+	u64 pos = start;
+	struct tlog_file_extent *v;
+	size_t nr;
+	int err = 0;
+
+	if (start > old)
+		err = cont_expand(mnt, inode, old, start);
+	else if (off + len > old)
+		err = truncate_block(mnt, inode, old, 0);
+	if (!err)
+		err = tlog_writeback_range(mnt, inode, start, end);
+	if (!err)
+		err = collect_extents(mnt, inode, start, end, &v, &nr);
+	if (err)
+		return err;
+	/* the holes between extents and explicit hole items, merged */
+	for (size_t i = 0; !err && i <= nr; i++) {
+		bool is_hole = i < nr && v[i].type == BTRFS_FILE_EXTENT_REG && !v[i].disk_bytenr;
+		u64 next = i < nr ? (v[i].start > start ? v[i].start : start) : end;
+
+		if (next > end)
+			next = end;
+		if (is_hole)
+			continue;
+		if (next > pos)
+			err = prealloc_range(mnt, inode, pos, next);
+		/* an inline extent ends inside its block, which is not a hole */
+		if (i < nr && sector_up(mnt, v[i].end) > pos)
+			pos = sector_up(mnt, v[i].end);
+	}
+	free(v);
+	if (err)
+		return err;
+	if (!keep && off + len > old) {
+		btrfs_set_inode_item_size(&inode->item, off + len);
+		inode->disk_i_size = off + len;
+	}
+	return 0;
+}
+
+/* FALLOC_FL_PUNCH_HOLE | KEEP_SIZE (btrfs_punch_hole). */
+static int punch_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len)
+{
+	u64 size = i_size(inode), ino_size = sector_up(mnt, size), end = off + len;
+	u64 lockstart = sector_up(mnt, off), lockend = sector_down(mnt, end);
+	int err;
+
+	err = tlog_writeback_range(mnt, inode, off, end);
+	if (err || off >= ino_size)
+		return err;
+	if (sector_down(mnt, off) == sector_down(mnt, end - 1) && len < mnt->fs->sectorsize &&
+	    lockstart > lockend) {
+		/* inside one block: zero it there */
+		return off < size ? truncate_block(mnt, inode, off, end) : 0;
+	}
+	if (off < size && off != lockstart) {
+		err = truncate_block(mnt, inode, off, 0);
+		if (err)
+			return err;
+	}
+	if (end < size && end != lockend) {
+		err = truncate_block(mnt, inode, lockend, end);
+		if (err)
+			return err;
+	}
+	if (lockend > ino_size)
+		lockend = ino_size;
+	if (lockend <= lockstart)
+		return 0;
+	err = drop_extents(mnt, inode, lockstart, lockend);
+	if (!err && !no_holes(mnt))
+		err = insert_file_extent(mnt, inode, lockstart, BTRFS_FILE_EXTENT_REG, 0, 0, 0,
+					 lockend - lockstart, lockend - lockstart);
+	return err;
+}
+
+int tlog_fallocate(struct tlog_mount *mnt, struct tlog_inode *inode, unsigned int mode,
+		   u64 off, u64 len)
+{
+	int err = check_regular(inode);
+
+	if (err)
+		return err == -EINVAL ? -ENODEV : err;
+	if (len == 0)
+		return -EINVAL;
+	if (off > MAX_LFS_FILESIZE || len > MAX_LFS_FILESIZE - off)
+		return -EFBIG;
+	if ((mode & TLOG_FALLOC_PUNCH_HOLE) && !(mode & TLOG_FALLOC_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err)
+		err = tlog_inode_kill_privs(mnt, inode);
+	if (err)
+		return err;
+	if (mode & TLOG_FALLOC_PUNCH_HOLE)
+		err = punch_range(mnt, inode, off, len);
+	else
+		err = allocate_range(mnt, inode, mode & TLOG_FALLOC_KEEP_SIZE, off, len);
+	if (err)
+		return err;
+	inode->full_sync = true;
+	data_changed(mnt, inode);
+	return 0;
+}
