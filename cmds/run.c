@@ -300,6 +300,14 @@ static int with_inode(struct run_ctx *rc, const struct wl_cmd *c)
 	default:
 		err = -EINVAL;
 	}
+	/* the operations that open the file close it again */
+	if (c->op != WL_TRUNCATE && c->op != WL_CHMOD && c->op != WL_CHOWN && c->op != WL_UTIMES &&
+	    c->op != WL_SETXATTR && c->op != WL_REMOVEXATTR) {
+		int ret = tlog_release_file(mnt, inode);
+
+		if (!err)
+			err = ret;
+	}
 	tlog_iput(mnt, inode);
 	return err;
 }

@@ -389,10 +389,11 @@ static int nocow_range(struct tlog_mount *mnt, struct tlog_inode *inode,
 	err = write_range_data(mnt, inode, start, end, disk);
 	if (err || e->type != BTRFS_FILE_EXTENT_PREALLOC)
 		return err;
-	err = drop_extents(mnt, inode, start, end);
+	/* the new item's reference first: dropping the range may drop the extent's last */
+	err = btrfs_add_data_ref(mnt->trans, e->disk_bytenr, e->disk_num_bytes,
+				 inode->root->root_key.objectid, inode->ino, ref_off);
 	if (!err)
-		err = btrfs_add_data_ref(mnt->trans, e->disk_bytenr, e->disk_num_bytes,
-					 inode->root->root_key.objectid, inode->ino, ref_off);
+		err = drop_extents(mnt, inode, start, end);
 	if (!err)
 		err = insert_file_extent(mnt, inode, start, BTRFS_FILE_EXTENT_REG, e->disk_bytenr,
 					 e->disk_num_bytes, e->offset + (start - e->start),
@@ -484,6 +485,37 @@ static int write_inline(struct tlog_mount *mnt, struct tlog_inode *inode)
 	return err;
 }
 
+/*
+ * btrfs_inode_safe_disk_i_size_write after data up to @end was written:
+ * the on-disk size moves to min(i_size, @end) - and without NO_HOLES no
+ * further than the prefix of the file that file extent items cover.
+ */
+static int advance_disk_i_size(struct tlog_mount *mnt, struct tlog_inode *inode, u64 end)
+{
+	u64 size = end < i_size(inode) ? end : i_size(inode), covered = 0;
+	struct tlog_file_extent *v;
+	size_t nr;
+	int err;
+
+	if (size <= inode->disk_i_size)
+		return 0;
+	if (no_holes(mnt)) {
+		inode->disk_i_size = size;
+		return 0;
+	}
+	err = collect_extents(mnt, inode, 0, size, &v, &nr);
+	if (err)
+		return err;
+	for (size_t i = 0; i < nr && v[i].start <= covered; i++)
+		covered = sector_up(mnt, v[i].end) > covered ? sector_up(mnt, v[i].end) : covered;
+	free(v);
+	if (covered < size)
+		size = covered;
+	if (size > inode->disk_i_size)
+		inode->disk_i_size = size;
+	return 0;
+}
+
 int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end)
 {
 	u64 lo = sector_down(mnt, start), hi = end == (u64)-1 ? (u64)-1 : sector_up(mnt, end);
@@ -496,14 +528,19 @@ int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 		u64 s = 0, e = 0, size = sector_up(mnt, i_size(inode));
 		size_t i;
 
-		/* the next run of dirty sectors in [lo, hi) */
+		/*
+		 * The next run of dirty sectors that starts in [lo, hi): like
+		 * the kernel's delalloc range, it begins at the first dirty
+		 * block in the range and goes on past @hi to the end of the
+		 * contiguous dirty data.
+		 */
 		for (i = 0; i < inode->nr_dirty; i++) {
 			const struct tlog_dirty_run *r = &inode->dirty[i];
 			u64 rs = sector_down(mnt, r->start), re = sector_up(mnt, r->end);
 
-			if (re <= lo || rs >= hi)
-				continue;
 			if (!e) {
+				if (re <= lo || rs >= hi)
+					continue;
 				s = rs > lo ? rs : lo;
 				e = re;
 			} else if (rs <= e) {
@@ -514,8 +551,6 @@ int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 		}
 		if (!e)
 			break;
-		if (e > hi)
-			e = hi;
 		if (e > size)
 			e = size;
 		if (e - s > BTRFS_MAX_EXTENT_SIZE)
@@ -531,9 +566,8 @@ int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 			err = write_back_range(mnt, inode, s, e);
 		if (!err)
 			err = dirty_cut(inode, s, e);
-		if (!err && inode->disk_i_size < e) {
-			inode->disk_i_size = e < i_size(inode) ? e : i_size(inode);
-		}
+		if (!err)
+			err = advance_disk_i_size(mnt, inode, e);
 		if (!err) {
 			if (array_reserve(inode->modified, inode->alloc_modified,
 					  inode->nr_modified + 1) == 0)
@@ -701,10 +735,13 @@ int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
 		err = tlog_inode_kill_privs(mnt, inode);
 	if (!err && size > old)
 		err = cont_expand(mnt, inode, old, size);
-	else if (!err && size < old)
-		err = shrink(mnt, inode, size);
+	else if (!err)
+		err = shrink(mnt, inode, size);	/* the same size drops prealloc past EOF too */
 	if (err)
 		return err;
+	/* truncated to nothing: the last close starts writeback (the rewrite-by-replace idiom) */
+	if (size == 0)
+		inode->flush_on_close = true;
 	btrfs_set_inode_item_size(&inode->item, size);
 	inode->disk_i_size = size;
 	inode->full_sync = true;
@@ -792,37 +829,69 @@ static int allocate_range(struct tlog_mount *mnt, struct tlog_inode *inode, bool
 	return 0;
 }
 
-/* FALLOC_FL_PUNCH_HOLE | KEEP_SIZE (btrfs_punch_hole). */
+/*
+ * The first part of [*@off, *@off + *@len) that is not a hole
+ * (find_first_non_hole): only a hole right at the start is skipped.
+ * Returns 1 when the whole range is a hole.
+ */
+static int skip_leading_hole(struct tlog_mount *mnt, struct tlog_inode *inode, u64 *off, u64 *len)
+{
+	u64 end = *off + *len, hole_end;
+	struct tlog_file_extent *v;
+	size_t nr, i = 0;
+	int err = collect_extents(mnt, inode, *off, end, &v, &nr);
+
+	if (err)
+		return err;
+	/* the hole at *off ends at the next item that is not an explicit hole */
+	if (nr && v[0].start <= *off && !tlog_extent_is_hole(&v[0])) {
+		free(v);
+		return 0;
+	}
+	while (i < nr && tlog_extent_is_hole(&v[i]))
+		i++;
+	hole_end = i < nr ? v[i].start : end;
+	free(v);
+	if (hole_end >= end)
+		return 1;
+	if (hole_end > *off) {
+		*len = end - hole_end;
+		*off = hole_end;
+	}
+	return 0;
+}
+
+/*
+ * FALLOC_FL_PUNCH_HOLE | KEEP_SIZE (btrfs_punch_hole).  Returns 1 when
+ * nothing changed (the range past EOF or a hole already): then not even
+ * the times change.
+ */
 static int punch_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len)
 {
-	u64 size = i_size(inode), ino_size = sector_up(mnt, size), end = off + len;
-	u64 lockstart = sector_up(mnt, off), lockend = sector_down(mnt, end);
+	u64 size = i_size(inode), ino_size = sector_up(mnt, size), end, lockstart, lockend;
 	int err;
 
-	err = tlog_writeback_range(mnt, inode, off, end);
-	if (err || off >= ino_size)
+	err = tlog_writeback_range(mnt, inode, off, off + len);
+	if (err)
 		return err;
-	if (sector_down(mnt, off) == sector_down(mnt, end - 1) && len < mnt->fs->sectorsize &&
-	    lockstart > lockend) {
-		/* inside one block: zero it there */
-		return off < size ? truncate_block(mnt, inode, off, end) : 0;
-	}
-	if (off < size && off != lockstart) {
-		err = truncate_block(mnt, inode, off, 0);
-		if (err)
-			return err;
-	}
-	if (end < size && end != lockend) {
+	if (off >= ino_size)
+		return 1;
+	err = skip_leading_hole(mnt, inode, &off, &len);
+	if (err)
+		return err;
+	end = off + len;
+	lockstart = sector_up(mnt, off);
+	lockend = sector_down(mnt, end);
+	if (sector_down(mnt, off) == sector_down(mnt, end - 1) && len < mnt->fs->sectorsize)
+		return truncate_block(mnt, inode, off, end);	/* inside one block: zeroed there */
+	err = truncate_block(mnt, inode, off, 0);
+	if (!err && end != lockend && end < ino_size)
 		err = truncate_block(mnt, inode, lockend, end);
-		if (err)
-			return err;
-	}
-	if (lockend > ino_size)
-		lockend = ino_size;
-	if (lockend <= lockstart)
-		return 0;
+	if (err || lockend <= lockstart)
+		return err;
+	/* not clamped to EOF: preallocation past it goes too */
 	err = drop_extents(mnt, inode, lockstart, lockend);
-	if (!err && !no_holes(mnt))
+	if (!err && !no_holes(mnt) && lockstart < ino_size)
 		err = insert_file_extent(mnt, inode, lockstart, BTRFS_FILE_EXTENT_REG, 0, 0, 0,
 					 lockend - lockstart, lockend - lockstart);
 	return err;
@@ -851,7 +920,7 @@ int tlog_fallocate(struct tlog_mount *mnt, struct tlog_inode *inode, unsigned in
 	else
 		err = allocate_range(mnt, inode, mode & TLOG_FALLOC_KEEP_SIZE, off, len);
 	if (err)
-		return err;
+		return err < 0 ? err : 0;
 	inode->full_sync = true;
 	data_changed(mnt, inode);
 	return 0;

@@ -1145,6 +1145,12 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 		err = rename_exchange(mnt, odir, old, oname, olen, ndir, new, nname, nlen);
 		goto out;
 	}
+	/* replacing a file with data: the new one's data goes to disk first (auto_da_alloc) */
+	if (new && S_ISREG(tlog_inode_mode(old)) && btrfs_inode_item_size(&new->item)) {
+		err = tlog_writeback_inode(mnt, old);
+		if (err)
+			goto out;
+	}
 	/* btrfs_rename: the index first, then the old name out, the target out, the new name in */
 	err = next_dir_index(ndir, &index);
 	if (!err)
@@ -1450,4 +1456,12 @@ static int kill_capability(struct tlog_mount *mnt, struct tlog_inode *inode)
 int tlog_inode_kill_privs(struct tlog_mount *mnt, struct tlog_inode *inode)
 {
 	return kill_capability(mnt, inode);
+}
+
+int tlog_release_file(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	if (!inode->flush_on_close)
+		return 0;
+	inode->flush_on_close = false;
+	return tlog_writeback_inode(mnt, inode);
 }

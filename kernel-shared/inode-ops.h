@@ -53,6 +53,7 @@ struct tlog_inode {
 	int refs;
 	bool item_dirty;		/* the in-memory item must be written */
 	bool evicted;			/* its last name went: items deleted */
+	bool flush_on_close;		/* truncated to 0: the next close writes back */
 	/* directories: the next DIR_INDEX number, 0 until first needed */
 	u64 index_cnt;
 
@@ -210,6 +211,9 @@ int tlog_fsync(struct tlog_mount *mnt, struct tlog_inode *inode, bool datasync);
 int tlog_inode_kill_privs(struct tlog_mount *mnt, struct tlog_inode *inode);
 /* The largest inline extent a leaf of @fs can hold (BTRFS_MAX_INLINE_DATA_SIZE). */
 u32 tlog_max_inline_data_size(const struct tlog_fs *fs);
+
+/* A file description of @inode is closed: the writeback a truncate to 0 asked for. */
+int tlog_release_file(struct tlog_mount *mnt, struct tlog_inode *inode);
 
 /* Delete every item of @inode (its last name went and nothing holds it open). */
 int tlog_evict_inode(struct tlog_mount *mnt, struct tlog_inode *inode);
