@@ -215,6 +215,20 @@ static int do_rename(struct tlog_mount *mnt, const char *old, const char *new,
 	return err;
 }
 
+static int do_mksubvol(struct tlog_mount *mnt, const char *path)
+{
+	struct tlog_inode *dir;
+	const char *name;
+	u16 len;
+	int err = tlog_lookup_parent(mnt, path, &dir, &name, &len);
+
+	if (err)
+		return err;
+	err = len ? tlog_create_subvol(mnt, dir, name, len) : -EEXIST;
+	tlog_iput(mnt, dir);
+	return err;
+}
+
 static u64 chattr_bits(u32 wl)
 {
 	return (wl & WL_ATTR_NOCOW ? BTRFS_INODE_NODATACOW : 0) |
@@ -340,6 +354,8 @@ static int run_one(struct run_ctx *rc, const struct wl_cmd *c)
 	case WL_SYNC:
 		rc->syncs++;
 		return tlog_sync(mnt);
+	case WL_MKSUBVOL:
+		return do_mksubvol(mnt, c->path);
 	default:
 		return with_inode(rc, c);
 	}
@@ -348,7 +364,7 @@ static int run_one(struct run_ctx *rc, const struct wl_cmd *c)
 /* Operations of the language this version cannot apply yet: refused before anything runs. */
 static bool op_supported(enum wl_op op)
 {
-	return op != WL_MKSUBVOL && op != WL_MKSNAP && op != WL_CLONE && op != WL_CLONERANGE;
+	return op != WL_MKSNAP && op != WL_CLONE && op != WL_CLONERANGE;
 }
 
 /*

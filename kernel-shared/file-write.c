@@ -181,6 +181,54 @@ static int truncate_block(struct tlog_mount *mnt, struct tlog_inode *inode, u64 
 	return dirty_set(mnt, inode, from, to, 0);
 }
 
+/* ---- data space: what writeback will need ---- */
+
+/* The bytes of the sectors @inode has dirty. */
+static u64 dirty_sector_bytes(const struct tlog_mount *mnt, const struct tlog_inode *inode)
+{
+	u64 total = 0, end = 0;
+
+	for (size_t i = 0; i < inode->nr_dirty; i++) {
+		u64 s = sector_down(mnt, inode->dirty[i].start), e = sector_up(mnt, inode->dirty[i].end);
+
+		if (s < end)
+			s = end;
+		if (e > s)
+			total += e - s;
+		if (e > end)
+			end = e;
+	}
+	return total;
+}
+
+/*
+ * btrfs_check_data_free_space: @bytes more dirty data must fit in the
+ * data space left once everything already dirty is written; -ENOSPC
+ * (changing nothing) when it does not.
+ */
+static int reserve_data_space(struct tlog_mount *mnt, u64 bytes)
+{
+	u64 left = tlog_trans_space_left(mnt->trans, BTRFS_BLOCK_GROUP_DATA);
+	struct list_head *pos;
+
+	if (bytes <= left && mnt->reserved_bound <= left - bytes) {
+		mnt->reserved_bound += bytes;
+		return 0;
+	}
+	/* the cheap bound says no: count what is dirty exactly */
+	mnt->reserved_bound = 0;
+	for (pos = mnt->dirty_inodes.next; pos != &mnt->dirty_inodes; pos = pos->next) {
+		const struct tlog_inode *inode = list_entry(pos, struct tlog_inode, dirty_list);
+
+		if (!inode->evicted)
+			mnt->reserved_bound += dirty_sector_bytes(mnt, inode);
+	}
+	if (bytes > left || mnt->reserved_bound > left - bytes)
+		return -ENOSPC;
+	mnt->reserved_bound += bytes;
+	return 0;
+}
+
 /* ---- reading what the trees hold ---- */
 
 /* The extents of @inode that overlap [start, end), in order. */
@@ -566,6 +614,7 @@ int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 			err = write_back_range(mnt, inode, s, e);
 		if (!err)
 			err = dirty_cut(inode, s, e);
+		mnt->reserved_bound = mnt->reserved_bound > e - s ? mnt->reserved_bound - (e - s) : 0;
 		if (!err)
 			err = advance_disk_i_size(mnt, inode, e);
 		if (!err) {
@@ -652,6 +701,8 @@ int tlog_write(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 le
 		return 0;
 	end = off + len;
 	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err && !(inode_flags(inode) & BTRFS_INODE_NODATACOW))
+		err = reserve_data_space(mnt, sector_up(mnt, end) - sector_down(mnt, off));
 	if (!err)
 		err = tlog_inode_kill_privs(mnt, inode);
 	if (err)
@@ -785,6 +836,34 @@ static int prealloc_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 
 }
 
 /* fallocate mode 0 / KEEP_SIZE: preallocate the holes of the range (btrfs_fallocate). */
+/* The bytes of [start, end) no extent maps (what fallocate must allocate). */
+static int hole_bytes(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end,
+		      u64 *ret)
+{
+	struct tlog_file_extent *v;
+	u64 pos = start, holes = 0;
+	size_t nr;
+	int err = collect_extents(mnt, inode, start, end, &v, &nr);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i <= nr; i++) {
+		u64 next = i < nr ? (v[i].start > start ? v[i].start : start) : end;
+
+		if (i < nr && tlog_extent_is_hole(&v[i]))
+			continue;
+		if (next > end)
+			next = end;
+		if (next > pos)
+			holes += next - pos;
+		if (i < nr && sector_up(mnt, v[i].end) > pos)
+			pos = sector_up(mnt, v[i].end);
+	}
+	free(v);
+	*ret = holes;
+	return 0;
+}
+
 static int allocate_range(struct tlog_mount *mnt, struct tlog_inode *inode, bool keep,
 			  u64 off, u64 len)
 {
@@ -792,8 +871,15 @@ static int allocate_range(struct tlog_mount *mnt, struct tlog_inode *inode, bool
 	u64 pos = start;
 	struct tlog_file_extent *v;
 	size_t nr;
-	int err = 0;
+	u64 need;
+	int err = hole_bytes(mnt, inode, start, end, &need);
 
+	/* the whole range is reserved before anything changes, as btrfs_fallocate does */
+	if (!err && need)
+		err = reserve_data_space(mnt, need);
+	if (err)
+		return err;
+	mnt->reserved_bound -= need;	/* taken now, not at writeback */
 	if (start > old)
 		err = cont_expand(mnt, inode, old, start);
 	else if (off + len > old)

@@ -329,7 +329,7 @@ static void touch_ctime(struct tlog_mount *mnt, struct tlog_inode *inode)
 }
 
 /* A name came or went in @dir: mtime and ctime, i_version, and @delta of i_size. */
-static void dir_changed(struct tlog_mount *mnt, struct tlog_inode *dir, s64 delta)
+void tlog_dir_changed(struct tlog_mount *mnt, struct tlog_inode *dir, s64 delta)
 {
 	u64 size = btrfs_inode_item_size(&dir->item);
 
@@ -354,7 +354,7 @@ static bool fs_has_incompat(const struct tlog_mount *mnt, u64 bit)
  * the mount first needed one (btrfs_init_root_free_objectid), counting
  * up from there.
  */
-static int next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret)
+int tlog_next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret)
 {
 	u64 id = root->root_key.objectid;
 	int i;
@@ -397,7 +397,7 @@ static int next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *r
  * first use to one past its highest DIR_INDEX (2 when it has none: 0 and
  * 1 stand for "." and ".."), as btrfs_set_inode_index_count() does.
  */
-static int next_dir_index(struct tlog_inode *dir, u64 *ret)
+int tlog_dir_next_index(struct tlog_inode *dir, u64 *ret)
 {
 	if (!dir->index_cnt) {
 		struct btrfs_key key = { dir->ino, BTRFS_DIR_INDEX_KEY, (u64)-1 };
@@ -654,7 +654,7 @@ static int add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_
 		err = btrfs_add_dir_entries(mnt->trans, dir->root, dir->ino, name, len, &loc,
 					    btrfs_mode_to_ftype(tlog_inode_mode(inode)), index);
 	if (!err)
-		dir_changed(mnt, dir, 2 * (s64)len);
+		tlog_dir_changed(mnt, dir, 2 * (s64)len);
 	return err;
 }
 
@@ -679,7 +679,7 @@ static int remove_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tl
 		err = btrfs_remove_dir_entries(mnt->trans, dir->root, dir->ino, name, len, idx);
 	if (err)
 		return err;
-	dir_changed(mnt, dir, -2 * (s64)len);
+	tlog_dir_changed(mnt, dir, -2 * (s64)len);
 	dir->last_unlink_trans = mnt->trans->transid;
 	if (index)
 		*index = idx;
@@ -784,7 +784,7 @@ static int insert_new_inode(struct tlog_mount *mnt, struct tlog_inode *dir, cons
 }
 
 /* What every operation that adds a name to @dir checks first (may_create). */
-static int may_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len)
+int tlog_may_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len)
 {
 	struct tlog_dir_entry de;
 	int err;
@@ -816,7 +816,7 @@ int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	u64 ino = 0, index = 0;
 	int err;
 
-	err = may_create(mnt, dir, name, len);
+	err = tlog_may_create(mnt, dir, name, len);
 	if (err)
 		return err;
 	if (S_ISLNK(mode)) {
@@ -827,9 +827,9 @@ int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	}
 	err = tlog_mount_trans(mnt, &mnt->trans);
 	if (!err)
-		err = next_objectid(mnt, dir->root, &ino);
+		err = tlog_next_objectid(mnt, dir->root, &ino);
 	if (!err)
-		err = next_dir_index(dir, &index);
+		err = tlog_dir_next_index(dir, &index);
 	if (!err)
 		err = insert_new_inode(mnt, dir, name, len, mode, rdev, ino, index, &ii);
 	if (err)
@@ -862,7 +862,7 @@ int tlog_link(struct tlog_mount *mnt, struct tlog_inode *inode, struct tlog_inod
 	u64 index;
 	int err;
 
-	err = may_create(mnt, dir, name, len);
+	err = tlog_may_create(mnt, dir, name, len);
 	if (err)
 		return err;
 	if (is_dir(inode))
@@ -875,7 +875,7 @@ int tlog_link(struct tlog_mount *mnt, struct tlog_inode *inode, struct tlog_inod
 		return -EMLINK;
 	err = tlog_mount_trans(mnt, &mnt->trans);
 	if (!err)
-		err = next_dir_index(dir, &index);
+		err = tlog_dir_next_index(dir, &index);
 	if (err)
 		return err;
 	/* the refusal of a full ref item comes before anything changed */
@@ -1045,9 +1045,9 @@ static int rename_exchange(struct tlog_mount *mnt, struct tlog_inode *odir, stru
 	u64 old_idx, new_idx;
 	int err;
 
-	err = next_dir_index(ndir, &old_idx);
+	err = tlog_dir_next_index(ndir, &old_idx);
 	if (!err)
-		err = next_dir_index(odir, &new_idx);
+		err = tlog_dir_next_index(odir, &new_idx);
 	if (!err)
 		err = remove_link(mnt, odir, old, oname, olen, NULL);
 	if (!err)
@@ -1152,7 +1152,7 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 			goto out;
 	}
 	/* btrfs_rename: the index first, then the old name out, the target out, the new name in */
-	err = next_dir_index(ndir, &index);
+	err = tlog_dir_next_index(ndir, &index);
 	if (!err)
 		err = remove_link(mnt, odir, old, oname, olen, NULL);
 	if (!err)

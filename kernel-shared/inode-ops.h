@@ -98,6 +98,12 @@ struct tlog_mount {
 	} objectids[16];
 	int nr_objectids;
 	u64 max_inline;			/* bytes; the kernel's default, 2048 */
+	/*
+	 * Data space the dirty data will need at writeback, at most (the
+	 * kernel's data reservation, bytes_may_use): recomputed exactly only
+	 * when space runs short.
+	 */
+	u64 reserved_bound;
 	struct tlog_mount_stats stats;
 };
 
@@ -154,6 +160,17 @@ int tlog_lookup_path(struct tlog_mount *mnt, const char *path, struct tlog_inode
 int tlog_lookup_parent(struct tlog_mount *mnt, const char *path, struct tlog_inode **dir,
 		       const char **name, u16 *len);
 
+/* ---- building blocks for the other operations (inode-ops.c) ---- */
+
+/* The next inode (or, in the root tree, subvolume) number of @root. */
+int tlog_next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret);
+/* The index the next name of directory @dir gets. */
+int tlog_dir_next_index(struct tlog_inode *dir, u64 *ret);
+/* A name came or went in @dir: @delta of i_size, mtime, ctime, i_version. */
+void tlog_dir_changed(struct tlog_mount *mnt, struct tlog_inode *dir, s64 delta);
+/* What adding @name to @dir meets first: ENOTDIR, EEXIST, ENAMETOOLONG, ENOENT... */
+int tlog_may_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len);
+
 /* ---- namespace operations (inode-ops.c) ---- */
 
 /*
@@ -173,6 +190,11 @@ int tlog_unlink(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 #define TLOG_RENAME_EXCHANGE	(1U << 1)
 int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *oname, u16 olen,
 		struct tlog_inode *ndir, const char *nname, u16 nlen, unsigned int flags);
+
+/* ---- subvolumes (subvolume.c) ---- */
+
+/* BTRFS_IOC_SUBVOL_CREATE: an empty subvolume called @name in @dir. */
+int tlog_create_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len);
 
 /* ---- attributes and xattrs (inode-ops.c) ---- */
 

@@ -411,6 +411,16 @@ int tlog_trans_claim_space(struct tlog_trans *trans, u64 bytenr, u64 len)
 	return err ? err : tlog_trans_account_space(trans, bytenr, len, true);
 }
 
+u64 tlog_trans_space_left(struct tlog_trans *trans, u64 type)
+{
+	struct trans_state *st = container_of(trans, struct trans_state, trans);
+	const struct btrfs_dev_item *di = &trans->fs->super.dev_item;
+	u64 total = btrfs_dev_item_total_bytes(di), used = btrfs_dev_item_bytes_used(di);
+
+	return btrfs_free_bytes(&st->bgs, space_type(trans->fs, type)) +
+	       (total > used ? total - used : 0);
+}
+
 int tlog_trans_account_space(struct tlog_trans *trans, u64 bytenr, u64 len, bool allocated)
 {
 	struct trans_state *st = state_of(trans);
