@@ -75,6 +75,72 @@ void tlog_mount_close(struct tlog_mount *mnt)
 	free(mnt);
 }
 
+static int parse_compress(struct tlog_mount *mnt, const char *v, bool force)
+{
+	static const char *const names[] = { "zlib", "lzo", "zstd" };
+	const char *colon = strchr(v, ':');
+	size_t n = colon ? (size_t)(colon - v) : strlen(v);
+	int max_level[] = { 9, 0, 15 };
+
+	for (int i = 0; i < 3; i++) {
+		if (strlen(names[i]) != n || strncmp(v, names[i], n))
+			continue;
+		mnt->compress_type = BTRFS_COMPRESS_ZLIB + i;
+		mnt->compress_force = force;
+		mnt->compress_level = 0;
+		if (colon) {
+			char *end;
+			long level = strtol(colon + 1, &end, 10);
+
+			if (*end || level < 1 || level > max_level[i])
+				return tlog_error(-EINVAL, "bad compression level '%s'", colon + 1);
+			mnt->compress_level = (int)level;
+		}
+		/* the kernel marks the filesystem at mount, before anything is compressed */
+		if (mnt->compress_type == BTRFS_COMPRESS_LZO)
+			mnt->fs->incompat |= BTRFS_FEATURE_INCOMPAT_COMPRESS_LZO;
+		if (mnt->compress_type == BTRFS_COMPRESS_ZSTD)
+			mnt->fs->incompat |= BTRFS_FEATURE_INCOMPAT_COMPRESS_ZSTD;
+		btrfs_set_super_block_incompat_flags(&mnt->fs->super, mnt->fs->incompat);
+		return 0;
+	}
+	if (n == 2 && strncmp(v, "no", 2) == 0 && !colon) {
+		mnt->compress_type = 0;
+		return 0;
+	}
+	return tlog_error(-EINVAL, "unknown compression '%s' (zlib, lzo, zstd or no)", v);
+}
+
+int tlog_mount_set_options(struct tlog_mount *mnt, const char *options)
+{
+	char *copy = strdup(options), *save = NULL, *opt;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (opt = strtok_r(copy, ",", &save); !err && opt; opt = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(opt, '=');
+
+		if (eq)
+			*eq++ = '\0';
+		if (strcmp(opt, "compress") == 0 || strcmp(opt, "compress-force") == 0) {
+			err = parse_compress(mnt, eq ? eq : "zlib", opt[8] == '-');
+		} else if (strcmp(opt, "max_inline") == 0 && eq) {
+			char *end;
+			unsigned long long v = strtoull(eq, &end, 10);
+
+			if (*end || !*eq)
+				err = tlog_error(-EINVAL, "bad max_inline '%s'", eq);
+			/* the kernel caps it at a sector */
+			mnt->max_inline = v > mnt->fs->sectorsize ? mnt->fs->sectorsize : v;
+		} else {
+			err = tlog_error(-EINVAL, "unknown mount option '%s'", opt);
+		}
+	}
+	free(copy);
+	return err;
+}
+
 void tlog_mount_tick(struct tlog_mount *mnt)
 {
 	struct timespec ts;

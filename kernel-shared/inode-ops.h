@@ -98,6 +98,9 @@ struct tlog_mount {
 	} objectids[16];
 	int nr_objectids;
 	u64 max_inline;			/* bytes; the kernel's default, 2048 */
+	u8 compress_type;		/* -o compress=: BTRFS_COMPRESS_*, 0 for none */
+	int compress_level;		/* 0: the algorithm's default */
+	bool compress_force;		/* -o compress-force= */
 	/*
 	 * Data space the dirty data will need at writeback, at most (the
 	 * kernel's data reservation, bytes_may_use): recomputed exactly only
@@ -113,6 +116,12 @@ struct tlog_mount {
 int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret);
 /* Forget everything not committed (a power cut) and free the mount. */
 void tlog_mount_close(struct tlog_mount *mnt);
+/*
+ * Mount options that change what is written: compress=ALGO[:LEVEL],
+ * compress-force=ALGO[:LEVEL], max_inline=BYTES, comma-separated.
+ * -EINVAL with a reason for anything else.
+ */
+int tlog_mount_set_options(struct tlog_mount *mnt, const char *options);
 /* Use the clock for the next operation's times (a no-op with a fixed clock). */
 void tlog_mount_tick(struct tlog_mount *mnt);
 /* Times never advance from @sec (SOURCE_DATE_EPOCH). */
@@ -220,6 +229,12 @@ int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size);
 #define TLOG_FALLOC_PUNCH_HOLE	(1U << 1)
 int tlog_fallocate(struct tlog_mount *mnt, struct tlog_inode *inode, unsigned int mode,
 		   u64 off, u64 len);
+/*
+ * FICLONERANGE: [@off, @off + @len) of @src (@len 0: to its end) shared
+ * into @dst at @dst_off, as btrfs_clone_files does.
+ */
+int tlog_clone_range(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 len,
+		     struct tlog_inode *dst, u64 dst_off);
 /* Write back the dirty data of @inode in [start, end) (end (u64)-1: all). */
 int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end);
 static inline int tlog_writeback_inode(struct tlog_mount *mnt, struct tlog_inode *inode)
