@@ -232,6 +232,24 @@ static int do_mksubvol(struct tlog_mount *mnt, const char *path)
 	return err;
 }
 
+static int do_mksnap(struct tlog_mount *mnt, const char *src_path, const char *path)
+{
+	struct tlog_inode *src, *dir;
+	const char *name;
+	u16 len;
+	int err = open_path(mnt, src_path, false, &src);
+
+	if (err)
+		return err;
+	err = tlog_lookup_parent(mnt, path, &dir, &name, &len);
+	if (!err) {
+		err = len ? tlog_create_snapshot(mnt, src, dir, name, len) : -EEXIST;
+		tlog_iput(mnt, dir);
+	}
+	tlog_iput(mnt, src);
+	return err;
+}
+
 /* FICLONE (clone: the destination opened O_CREAT) and FICLONERANGE. */
 static int do_clone(struct tlog_mount *mnt, const struct wl_cmd *c)
 {
@@ -383,6 +401,8 @@ static int run_one(struct run_ctx *rc, const struct wl_cmd *c)
 		return tlog_sync(mnt);
 	case WL_MKSUBVOL:
 		return do_mksubvol(mnt, c->path);
+	case WL_MKSNAP:
+		return do_mksnap(mnt, c->path, c->path2);
 	case WL_CLONE:
 	case WL_CLONERANGE:
 		return do_clone(mnt, c);
@@ -391,11 +411,6 @@ static int run_one(struct run_ctx *rc, const struct wl_cmd *c)
 	}
 }
 
-/* Operations of the language this version cannot apply yet: refused before anything runs. */
-static bool op_supported(enum wl_op op)
-{
-	return op != WL_MKSNAP;
-}
 
 /*
  * An errno the system call would return, as opposed to a failure of the
@@ -529,14 +544,6 @@ static int parse_script(const char *path, struct wl_script *script)
 	if (ret) {
 		error("cannot read %s (%s)", path, strerror(-ret));
 		return ret;
-	}
-	for (size_t i = 0; i < script->nr; i++) {
-		if (!op_supported(script->cmds[i].op)) {
-			fprintf(stderr, "%s:%u: %s: not supported by this version of tlogctl run\n",
-				path, script->cmds[i].line, wl_op_name(script->cmds[i].op));
-			wl_script_free(script);
-			return -EINVAL;
-		}
 	}
 	return 0;
 }

@@ -354,6 +354,11 @@ int tlog_commit(struct tlog_mount *mnt)
 
 int tlog_sync(struct tlog_mount *mnt)
 {
+	return tlog_sync_root(mnt, NULL);
+}
+
+int tlog_sync_root(struct tlog_mount *mnt, struct btrfs_root *root)
+{
 	struct list_head *pos = mnt->dirty_inodes.next;
 
 	while (pos != &mnt->dirty_inodes) {
@@ -361,7 +366,7 @@ int tlog_sync(struct tlog_mount *mnt)
 		int err;
 
 		pos = pos->next;
-		if (inode->nr_dirty && !inode->evicted) {
+		if (inode->nr_dirty && !inode->evicted && (!root || inode->root == root)) {
 			err = tlog_writeback_inode(mnt, inode);
 			if (err)
 				return err;

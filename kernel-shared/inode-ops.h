@@ -131,6 +131,8 @@ void tlog_mount_set_fixed_time(struct tlog_mount *mnt, u64 sec);
  * commit the transaction.  Nothing to commit is not an error.
  */
 int tlog_sync(struct tlog_mount *mnt);
+/* Write back the dirty data of @root's inodes, then commit (a snapshot's flush). */
+int tlog_sync_root(struct tlog_mount *mnt, struct btrfs_root *root);
 /*
  * Commit the running transaction without writing back dirty data (the
  * commit an fsync falls back to, after flushing its own inode).
@@ -204,6 +206,12 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 
 /* BTRFS_IOC_SUBVOL_CREATE: an empty subvolume called @name in @dir. */
 int tlog_create_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len);
+/*
+ * BTRFS_IOC_SNAP_CREATE: a writable snapshot of the subvolume whose root
+ * directory is @src, called @name in @dir.  Commits, as the kernel does.
+ */
+int tlog_create_snapshot(struct tlog_mount *mnt, struct tlog_inode *src, struct tlog_inode *dir,
+			 const char *name, u16 len);
 
 /* ---- attributes and xattrs (inode-ops.c) ---- */
 

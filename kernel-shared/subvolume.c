@@ -196,3 +196,136 @@ int tlog_create_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const cha
 		err = link_subvol(mnt, dir, name, len, id, &key);
 	return err;
 }
+
+/* ---- snapshots ---- */
+
+/*
+ * The snapshot's root block: a copy of @src's, owned by @snap, and one
+ * more reference from @snap to everything it points to (btrfs_copy_root).
+ */
+static int copy_root_block(struct tlog_trans *trans, struct btrfs_root *src,
+			   struct btrfs_root *snap)
+{
+	struct tlog_fs *fs = trans->fs;
+	struct extent_buffer *old, *eb;
+	u64 bytenr;
+	int err;
+
+	err = read_tree_block(fs, src->bytenr, src->level, src->generation, &old);
+	if (err)
+		return err;
+	err = trans->ops->alloc_tree_block(trans, snap, src->level, &bytenr);
+	eb = err ? NULL : btrfs_new_tree_block(fs, bytenr);
+	if (!err && !eb)
+		err = -ENOMEM;
+	if (!err) {
+		memcpy(eb->data, old->data, fs->nodesize);
+		btrfs_set_header_bytenr(eb_header(eb), bytenr);
+		btrfs_set_header_owner(eb_header(eb), snap->root_key.objectid);
+		btrfs_set_header_generation(eb_header(eb), trans->transid);
+		btrfs_mark_buffer_dirty(fs, eb);
+		err = btrfs_inc_tree_refs(trans, snap, eb);
+		snap->bytenr = bytenr;
+		snap->level = src->level;
+		snap->generation = trans->transid;
+	}
+	free_extent_buffer(eb);
+	free_extent_buffer(old);
+	return err;
+}
+
+/* Write @root's in-memory root item into the root tree. */
+static int write_root_item(struct tlog_trans *trans, struct btrfs_root *root)
+{
+	struct btrfs_path path;
+	int err;
+
+	btrfs_init_path(&path);
+	err = btrfs_search_slot_for_write(trans, trans->fs->tree_root, &root->root_key, &path, 0);
+	if (err > 0)
+		err = tlog_error(-EUCLEAN, "root item of tree %llu not found",
+				 (unsigned long long)root->root_key.objectid);
+	if (!err) {
+		u32 size = btrfs_item_size(path.nodes[0], path.slots[0]);
+
+		memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0]), &root->root_item,
+		       size < sizeof(root->root_item) ? size : sizeof(root->root_item));
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
+/* The snapshot's root item: the source's, with its own identity (create_pending_snapshot). */
+static void init_snapshot_item(struct tlog_mount *mnt, const struct btrfs_root *src,
+			       struct btrfs_root *snap)
+{
+	struct btrfs_root_item *ri = &snap->root_item;
+	u64 transid = mnt->trans->transid;
+
+	*ri = src->root_item;
+	btrfs_set_root_item_bytenr(ri, snap->bytenr);
+	btrfs_set_root_item_level(ri, snap->level);
+	btrfs_set_root_item_generation(ri, transid);
+	btrfs_set_root_item_generation_v2(ri, transid);
+	btrfs_set_root_item_refs(ri, 1);
+	btrfs_set_root_item_flags(ri, 0);
+	memcpy(ri->parent_uuid, src->root_item.uuid, BTRFS_UUID_SIZE);
+	uuid_generate(ri->uuid);
+	memset(ri->received_uuid, 0, sizeof(ri->received_uuid));
+	memset(&ri->stime, 0, sizeof(ri->stime));
+	memset(&ri->rtime, 0, sizeof(ri->rtime));
+	btrfs_set_root_item_stransid(ri, 0);
+	btrfs_set_root_item_rtransid(ri, 0);
+	btrfs_set_root_item_otransid(ri, transid);
+	ri->otime = mnt->now;
+	memset(&ri->drop_progress, 0, sizeof(ri->drop_progress));
+	btrfs_set_root_item_drop_level(ri, 0);
+}
+
+int tlog_create_snapshot(struct tlog_mount *mnt, struct tlog_inode *src, struct tlog_inode *dir,
+			 const char *name, u16 len)
+{
+	struct btrfs_root *sroot = src->root, *snap;
+	struct btrfs_key key, location;
+	u64 id;
+	int err;
+
+	if (!S_ISDIR(tlog_inode_mode(src)))
+		return -ENOTDIR;
+	if (src->ino != btrfs_root_item_root_dirid(&sroot->root_item))
+		return -EINVAL;		/* only a subvolume's root can be snapshotted */
+	err = tlog_may_create(mnt, dir, name, len);
+	if (err)
+		return err;
+	/*
+	 * The kernel writes the source's data back and takes the snapshot
+	 * while committing, of the tree that commit writes: commit first,
+	 * then copy the committed root in a transaction of its own.
+	 */
+	err = tlog_sync_root(mnt, sroot);
+	if (!err)
+		err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err)
+		err = tlog_next_objectid(mnt, mnt->fs->tree_root, &id);
+	if (err)
+		return err;
+	key = (struct btrfs_key){ id, BTRFS_ROOT_ITEM_KEY, mnt->trans->transid };
+	btrfs_set_root_item_last_snapshot(&sroot->root_item, mnt->trans->transid);
+	err = write_root_item(mnt->trans, sroot);
+	if (!err)
+		err = btrfs_new_root(mnt->fs, &key, &snap);
+	if (!err)
+		err = copy_root_block(mnt->trans, sroot, snap);
+	if (err)
+		return err;
+	init_snapshot_item(mnt, sroot, snap);
+	err = btrfs_insert_item(mnt->trans, mnt->fs->tree_root, &key, &snap->root_item,
+				sizeof(snap->root_item));
+	if (!err)
+		err = add_uuid_item(mnt->trans, snap->root_item.uuid, id);
+	/* the name goes in after the copy: a snapshot never holds its own entry */
+	location = (struct btrfs_key){ id, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
+	if (!err)
+		err = link_subvol(mnt, dir, name, len, id, &location);
+	return err ? err : tlog_commit(mnt);
+}
