@@ -1115,11 +1115,14 @@ static int skip_leading_hole(struct tlog_mount *mnt, struct tlog_inode *inode, u
 /*
  * FALLOC_FL_PUNCH_HOLE | KEEP_SIZE (btrfs_punch_hole).  Returns 1 when
  * nothing changed (the range past EOF or a hole already): then not even
- * the times change.
+ * the times change.  Partial blocks are zeroed only where they hold
+ * something: a hole at the start of the range, or at the start of its
+ * partial last block, is skipped.
  */
 static int punch_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len)
 {
-	u64 size = i_size(inode), ino_size = sector_up(mnt, size), end, lockstart, lockend;
+	u64 size = i_size(inode), ino_size = sector_up(mnt, size), orig = off;
+	u64 lockstart, lockend, tail_start, tail_len;
 	int err;
 
 	err = tlog_writeback_range(mnt, inode, off, off + len);
@@ -1129,17 +1132,40 @@ static int punch_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off
 		return 1;
 	err = skip_leading_hole(mnt, inode, &off, &len);
 	if (err)
-		return err;
-	end = off + len;
+		return err;		/* 1: all of it is a hole already */
 	lockstart = sector_up(mnt, off);
-	lockend = sector_down(mnt, end);
-	if (sector_down(mnt, off) == sector_down(mnt, end - 1) && len < mnt->fs->sectorsize)
-		return truncate_block(mnt, inode, off, end);	/* inside one block: zeroed there */
+	lockend = sector_down(mnt, off + len);	/* exclusive */
+	if (sector_down(mnt, off) == sector_down(mnt, off + len - 1) && len < mnt->fs->sectorsize)
+		return truncate_block(mnt, inode, off, off + len);	/* inside one block */
 	err = truncate_block(mnt, inode, off, 0);
-	if (!err && end != lockend && end < ino_size)
-		err = truncate_block(mnt, inode, lockend, end);
-	if (err || lockend <= lockstart)
+	if (err)
 		return err;
+	if (off == orig && lockstart < off + len) {
+		/* the whole blocks after the first may be a hole already */
+		u64 rest = off + len - lockstart, start = lockstart;
+
+		err = skip_leading_hole(mnt, inode, &start, &rest);
+		if (err < 0)
+			return err;
+		if (err)
+			return 0;	/* the head block was zeroed: that is all */
+		lockstart = start;
+	}
+	tail_start = lockend;
+	tail_len = off + len - tail_start;
+	if (tail_len) {
+		u64 ts = tail_start, tl = tail_len;
+
+		err = skip_leading_hole(mnt, inode, &ts, &tl);
+		if (err < 0)
+			return err;
+		if (!err && ts == tail_start && tail_start + tail_len < ino_size)
+			err = truncate_block(mnt, inode, tail_start, tail_start + tail_len);
+		if (err < 0)
+			return err;
+	}
+	if (lockend <= lockstart)
+		return 0;
 	/* not clamped to EOF: preallocation past it goes too */
 	err = drop_extents(mnt, inode, lockstart, lockend);
 	if (!err && !no_holes(mnt) && lockstart < ino_size)
@@ -1331,11 +1357,15 @@ static int clone_extents(struct tlog_mount *mnt, struct tlog_inode *src, u64 off
 	return err;
 }
 
-/* generic_remap_checks and btrfs_remap_file_range_prep: the clone's refusals. */
-static int check_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 *len,
-		       struct tlog_inode *dst, u64 dst_off, u64 *alen)
+/*
+ * btrfs_remap_file_range_prep: after the first refusals, both ranges are
+ * written back - before generic_remap_checks, so even a clone those
+ * refuse has flushed them.
+ */
+static int prepare_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 len,
+			 struct tlog_inode *dst, u64 dst_off)
 {
-	u64 bs = mnt->fs->sectorsize, size = i_size(src);
+	u64 bs = mnt->fs->sectorsize, wb_len;
 	int err = check_regular(src);
 
 	if (!err)
@@ -1346,6 +1376,24 @@ static int check_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, 
 		return -EXDEV;
 	if ((inode_flags(src) ^ inode_flags(dst)) & BTRFS_INODE_NODATASUM)
 		return -EINVAL;
+	if (off % bs || dst_off % bs)
+		return -EINVAL;
+	wb_len = len ? sector_up(mnt, len) : sector_up(mnt, i_size(src)) - (off < i_size(src) ?
+							  sector_down(mnt, off) : 0);
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err && wb_len)
+		err = tlog_writeback_range(mnt, src, off, off + wb_len);
+	if (!err && wb_len)
+		err = tlog_writeback_range(mnt, dst, dst_off, dst_off + wb_len);
+	return err;
+}
+
+/* generic_remap_checks: the clone's other refusals. */
+static int check_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 *len,
+		       struct tlog_inode *dst, u64 dst_off, u64 *alen)
+{
+	u64 bs = mnt->fs->sectorsize, size = i_size(src);
+
 	if (*len == 0)
 		*len = off < size ? size - off : 0;
 	if (off > size || *len > size - off || off % bs || dst_off % bs)
@@ -1354,8 +1402,12 @@ static int check_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, 
 		return -EFBIG;
 	*alen = *len;
 	if (*len % bs) {
-		/* an unaligned length only up to the end of the source */
-		if (off + *len != size)
+		/*
+		 * An unaligned length only up to the end of the source, and
+		 * its partial last block never into the middle of the
+		 * destination: the bytes past the source's EOF would show.
+		 */
+		if (off + *len != size || dst_off + *len < i_size(dst))
 			return -EINVAL;
 		*alen = sector_up(mnt, size) - off;
 	}
@@ -1368,18 +1420,14 @@ int tlog_clone_range(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u6
 		     struct tlog_inode *dst, u64 dst_off)
 {
 	u64 alen, end;
-	int err = check_clone(mnt, src, off, &len, dst, dst_off, &alen);
+	int err = prepare_clone(mnt, src, off, len, dst, dst_off);
 
+	if (!err)
+		err = check_clone(mnt, src, off, &len, dst, dst_off, &alen);
 	if (err || len == 0)
 		return err;
-	err = tlog_mount_trans(mnt, &mnt->trans);
-	/* both ranges on disk first; the destination's dirty data there is replaced */
-	if (!err)
-		err = tlog_writeback_range(mnt, src, off, off + alen);
-	if (!err)
-		err = tlog_writeback_range(mnt, dst, dst_off, dst_off + alen);
-	if (!err)
-		err = dirty_cut(dst, dst_off, dst_off + alen);
+	/* the destination's page cache over the range is replaced */
+	err = dirty_cut(dst, dst_off, dst_off + alen);
 	if (!err && dst_off > i_size(dst))
 		err = cont_expand(mnt, dst, i_size(dst), dst_off);
 	if (!err)
