@@ -990,10 +990,15 @@ int tlog_unlink(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 		err = -ENOTDIR;
 	else if (!rmdir && is_dir(inode))
 		err = -EISDIR;
-	else if (inode->root != dir->root || is_subvol_root(inode))
-		err = -EPERM;		/* subvolumes are deleted with their own command */
 	else if (rmdir && !dir_is_empty(inode))
 		err = -ENOTEMPTY;
+	else if (inode->root != dir->root && is_subvol_root(inode)) {
+		/* rmdir of an empty subvolume deletes it */
+		err = tlog_delete_subvol(mnt, dir, name, len, inode);
+		tlog_iput(mnt, inode);
+		return err;
+	} else if (inode->root != dir->root || is_subvol_root(inode))
+		err = -EPERM;
 	if (!err)
 		err = tlog_mount_trans(mnt, &mnt->trans);
 	if (!err)

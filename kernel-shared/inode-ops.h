@@ -207,6 +207,13 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 /* BTRFS_IOC_SUBVOL_CREATE: an empty subvolume called @name in @dir. */
 int tlog_create_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len);
 /*
+ * rmdir of @subvol, the root directory of an empty subvolume named @name
+ * in @dir (btrfs_delete_subvolume): its name and root refs go, its root
+ * item gets no references and an orphan item, for the cleaner.
+ */
+int tlog_delete_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		       struct tlog_inode *subvol);
+/*
  * BTRFS_IOC_SNAP_CREATE: a writable snapshot of the subvolume whose root
  * directory is @src, called @name in @dir.  Commits, as the kernel does.
  */
