@@ -98,10 +98,18 @@ static int dirty_cut(struct tlog_inode *inode, u64 start, u64 end)
 			continue;
 		}
 		if (r->start < start && r->end > end) {
-			struct tlog_dirty_run tail = { end, r->end, r->byte };
+			struct tlog_dirty_run tail = { end, r->end, r->byte, NULL };
 
-			if (array_reserve(inode->dirty, inode->alloc_dirty, inode->nr_dirty + 1))
+			if (r->data) {
+				tail.data = malloc(r->end - end);
+				if (!tail.data)
+					return -ENOMEM;
+				memcpy(tail.data, r->data + (end - r->start), r->end - end);
+			}
+			if (array_reserve(inode->dirty, inode->alloc_dirty, inode->nr_dirty + 1)) {
+				free(tail.data);
 				return -ENOMEM;
+			}
 			r = &inode->dirty[i];
 			r->end = start;
 			memmove(&inode->dirty[i + 2], &inode->dirty[i + 1],
@@ -114,9 +122,12 @@ static int dirty_cut(struct tlog_inode *inode, u64 start, u64 end)
 			r->end = start;
 			i++;
 		} else if (r->end > end) {
+			if (r->data)
+				memmove(r->data, r->data + (end - r->start), r->end - end);
 			r->start = end;
 			i++;
 		} else {
+			free(r->data);
 			memmove(r, r + 1, (inode->nr_dirty - i - 1) * sizeof(*r));
 			inode->nr_dirty--;
 		}
@@ -124,10 +135,43 @@ static int dirty_cut(struct tlog_inode *inode, u64 start, u64 end)
 	return 0;
 }
 
+void tlog_dirty_release(struct tlog_inode *inode)
+{
+	for (size_t i = 0; i < inode->nr_dirty; i++)
+		free(inode->dirty[i].data);
+	inode->nr_dirty = 0;
+}
+
+/* Put @run (which overlaps nothing) in its place among the runs. */
+static int dirty_insert(struct tlog_mount *mnt, struct tlog_inode *inode,
+			const struct tlog_dirty_run *run)
+{
+	size_t i;
+
+	for (i = 0; i < inode->nr_dirty && inode->dirty[i].start < run->start; i++)
+		;
+	if (array_reserve(inode->dirty, inode->alloc_dirty, inode->nr_dirty + 1))
+		return -ENOMEM;
+	memmove(&inode->dirty[i + 1], &inode->dirty[i],
+		(inode->nr_dirty - i) * sizeof(inode->dirty[0]));
+	inode->dirty[i] = *run;
+	inode->nr_dirty++;
+	if (list_empty(&inode->dirty_list))
+		list_add_tail(&inode->dirty_list, &mnt->dirty_inodes);
+	return 0;
+}
+
+/* A byte run that may join its neighbour of the same value. */
+static bool joins(const struct tlog_dirty_run *r, u8 byte)
+{
+	return !r->data && r->byte == byte;
+}
+
 /* Bytes [start, end) now hold @byte in the page cache. */
 static int dirty_set(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end,
 		     u8 byte)
 {
+	struct tlog_dirty_run run = { start, end, byte, NULL };
 	size_t i;
 	int err;
 
@@ -139,29 +183,40 @@ static int dirty_set(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start
 	for (i = 0; i < inode->nr_dirty && inode->dirty[i].start < start; i++)
 		;
 	/* one run for neighbours of the same value: sequential writes stay one run */
-	if (i > 0 && inode->dirty[i - 1].end == start && inode->dirty[i - 1].byte == byte) {
+	if (i > 0 && inode->dirty[i - 1].end == start && joins(&inode->dirty[i - 1], byte)) {
 		inode->dirty[i - 1].end = end;
 		if (i < inode->nr_dirty && inode->dirty[i].start == end &&
-		    inode->dirty[i].byte == byte) {
+		    joins(&inode->dirty[i], byte)) {
 			inode->dirty[i - 1].end = inode->dirty[i].end;
 			memmove(&inode->dirty[i], &inode->dirty[i + 1],
 				(inode->nr_dirty - i - 1) * sizeof(inode->dirty[0]));
 			inode->nr_dirty--;
 		}
-	} else if (i < inode->nr_dirty && inode->dirty[i].start == end &&
-		   inode->dirty[i].byte == byte) {
-		inode->dirty[i].start = start;
-	} else {
-		if (array_reserve(inode->dirty, inode->alloc_dirty, inode->nr_dirty + 1))
-			return -ENOMEM;
-		memmove(&inode->dirty[i + 1], &inode->dirty[i],
-			(inode->nr_dirty - i) * sizeof(inode->dirty[0]));
-		inode->dirty[i] = (struct tlog_dirty_run){ start, end, byte };
-		inode->nr_dirty++;
+		return 0;
 	}
-	if (list_empty(&inode->dirty_list))
-		list_add_tail(&inode->dirty_list, &mnt->dirty_inodes);
-	return 0;
+	if (i < inode->nr_dirty && inode->dirty[i].start == end && joins(&inode->dirty[i], byte)) {
+		inode->dirty[i].start = start;
+		return 0;
+	}
+	return dirty_insert(mnt, inode, &run);
+}
+
+/* Bytes [start, start + len) now hold a copy of @buf in the page cache. */
+static int dirty_set_data(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start,
+			  const void *buf, u64 len)
+{
+	struct tlog_dirty_run run = { start, start + len, 0, malloc(len ? len : 1) };
+	int err;
+
+	if (!run.data)
+		return -ENOMEM;
+	memcpy(run.data, buf, len);
+	err = dirty_cut(inode, start, start + len);
+	if (!err)
+		err = dirty_insert(mnt, inode, &run);
+	if (err)
+		free(run.data);
+	return err;
 }
 
 /*
@@ -324,7 +379,9 @@ static int fill_chunk(struct tlog_mount *mnt, struct tlog_inode *inode, u8 *buf,
 
 		if (r->start >= end)
 			break;
-		if (s < e)
+		if (s < e && r->data)
+			memcpy(buf + (s - off), r->data + (s - r->start), e - s);
+		else if (s < e)
 			memset(buf + (s - off), r->byte, e - s);
 	}
 	if (i_size(inode) < end)
@@ -786,7 +843,7 @@ int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 			if (array_reserve(inode->modified, inode->alloc_modified,
 					  inode->nr_modified + 1) == 0)
 				inode->modified[inode->nr_modified++] =
-					(struct tlog_dirty_run){ s, e, 0 };
+					(struct tlog_dirty_run){ s, e, 0, NULL };
 			tlog_inode_mark_dirty(mnt, inode);
 		}
 	}
@@ -853,7 +910,22 @@ static int check_regular(const struct tlog_inode *inode)
 
 #define MAX_LFS_FILESIZE	((u64)INT64_MAX)
 
+static int write_common(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len,
+			u8 byte, const void *buf);
+
 int tlog_write(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len, u8 byte)
+{
+	return write_common(mnt, inode, off, len, byte, NULL);
+}
+
+int tlog_write_data(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, const void *buf,
+		    u64 len)
+{
+	return write_common(mnt, inode, off, len, 0, buf);
+}
+
+static int write_common(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len,
+			u8 byte, const void *buf)
 {
 	u64 old = i_size(inode), end;
 	int err = check_regular(inode);
@@ -877,7 +949,8 @@ int tlog_write(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 le
 	else if (off > old)
 		err = dirty_set(mnt, inode, old, off, 0);	/* the page's bytes past EOF read as zeros */
 	if (!err)
-		err = dirty_set(mnt, inode, off, end, byte);
+		err = buf ? dirty_set_data(mnt, inode, off, buf, len) :
+			    dirty_set(mnt, inode, off, end, byte);
 	if (err)
 		return err;
 	if (end > old)
@@ -1245,14 +1318,8 @@ static int copy_inline_to_cache(struct tlog_mount *mnt, struct tlog_inode *src,
 	if (!buf)
 		return -ENOMEM;
 	err = read_old_data(mnt, src, i_size(src), buf, src_off, len);
-	for (u64 i = 0; !err && i < len;) {
-		u64 j = i + 1;
-
-		while (j < len && buf[j] == buf[i])
-			j++;
-		err = dirty_set(mnt, dst, dst_off + i, dst_off + j, buf[i]);
-		i = j;
-	}
+	if (!err)
+		err = dirty_set_data(mnt, dst, dst_off, buf, len);
 	free(buf);
 	return err;
 }

@@ -52,6 +52,7 @@ int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret)
 
 static void free_inode(struct tlog_inode *inode)
 {
+	tlog_dirty_release(inode);
 	free(inode->dirty);
 	free(inode->modified);
 	free(inode);
@@ -1070,7 +1071,7 @@ int tlog_evict_inode(struct tlog_mount *mnt, struct tlog_inode *inode)
 		return err;
 	inode->evicted = true;
 	inode->item_dirty = false;
-	inode->nr_dirty = 0;
+	tlog_dirty_release(inode);
 	list_del_init(&inode->dirty_list);
 	return 0;
 }

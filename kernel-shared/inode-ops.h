@@ -39,10 +39,14 @@
 #include "list.h"
 #include "transaction.h"
 
-/* A run of dirty bytes of one value: [start, end) of the file. */
+/*
+ * A run of dirty bytes: [start, end) of the file, all of value @byte, or
+ * the bytes of @data (owned by the run) when it is set.
+ */
 struct tlog_dirty_run {
 	u64 start, end;
 	u8 byte;
+	u8 *data;
 };
 
 struct tlog_inode {
@@ -239,6 +243,11 @@ int tlog_removexattr(struct tlog_mount *mnt, struct tlog_inode *inode, const cha
 
 /* pwrite(2) of @len bytes of value @byte at @off. */
 int tlog_write(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len, u8 byte);
+/* pwrite(2) of the @len bytes at @buf (copied until written back). */
+int tlog_write_data(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, const void *buf,
+		    u64 len);
+/* Forget @inode's dirty data (its runs' memory freed). */
+void tlog_dirty_release(struct tlog_inode *inode);
 int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size);
 #define TLOG_FALLOC_KEEP_SIZE	(1U << 0)
 #define TLOG_FALLOC_PUNCH_HOLE	(1U << 1)
