@@ -509,14 +509,31 @@ static int nocow_range(struct tlog_mount *mnt, struct tlog_inode *inode,
 	return err;
 }
 
-/* Whether an existing extent can take the range's data in place (can_nocow_file_extent). */
-static bool can_nocow(const struct tlog_inode *inode, const struct tlog_file_extent *e)
+/*
+ * Whether an existing extent can take the range's data in place
+ * (can_nocow_file_extent): a preallocated one always; for a NODATACOW
+ * file, an uncompressed regular extent nothing else references and no
+ * snapshot can share (newer than the subvolume's last snapshot).
+ */
+static int can_nocow(struct tlog_mount *mnt, const struct tlog_inode *inode,
+		     const struct tlog_file_extent *e, bool *ret)
 {
-	if (e->type == BTRFS_FILE_EXTENT_PREALLOC)
-		return true;
-	/* NODATACOW files overwrite extents only they use; sharing is not tracked here yet */
-	(void)inode;
-	return false;
+	u64 refs;
+	int err;
+
+	*ret = false;
+	if (e->type == BTRFS_FILE_EXTENT_PREALLOC && e->disk_bytenr) {
+		*ret = true;
+		return 0;
+	}
+	if (!(inode_flags(inode) & BTRFS_INODE_NODATACOW) || e->type != BTRFS_FILE_EXTENT_REG ||
+	    !e->disk_bytenr || e->compression ||
+	    e->generation <= btrfs_root_item_last_snapshot(&inode->root->root_item))
+		return 0;
+	err = btrfs_data_extent_refs(mnt->fs, e->disk_bytenr, e->disk_num_bytes, &refs);
+	if (!err)
+		*ret = refs == 1;
+	return err;
 }
 
 /* run_delalloc_nocow: in-place where an extent allows it, copy-on-write elsewhere. */
@@ -532,8 +549,14 @@ static int write_back_range(struct tlog_mount *mnt, struct tlog_inode *inode, u6
 	for (size_t i = 0; !err && i < nr; i++) {
 		const struct tlog_file_extent *e = &v[i];
 		u64 s = e->start > start ? e->start : start, t = e->end < end ? e->end : end;
+		bool nocow;
 
-		if (s >= t || !can_nocow(inode, e))
+		if (s >= t)
+			continue;
+		err = can_nocow(mnt, inode, e, &nocow);
+		if (err)
+			break;
+		if (!nocow)
 			continue;
 		if (cow_start < s)
 			err = cow_range(mnt, inode, cow_start, s);
