@@ -1447,17 +1447,13 @@ static int clone_extents(struct tlog_mount *mnt, struct tlog_inode *src, u64 off
 	return err;
 }
 
-/*
- * btrfs_remap_file_range_prep: after the first refusals, both ranges are
- * written back - before generic_remap_checks, so even a clone those
- * refuse has flushed them.
- */
-static int prepare_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 len,
-			 struct tlog_inode *dst, u64 dst_off)
+/* The refusals that depend on the files alone. */
+static int check_clone_files(struct tlog_mount *mnt, struct tlog_inode *src,
+			     struct tlog_inode *dst)
 {
-	u64 bs = mnt->fs->sectorsize, wb_len;
 	int err = check_regular(src);
 
+	(void)mnt;
 	if (!err)
 		err = check_regular(dst);
 	if (err)
@@ -1466,15 +1462,23 @@ static int prepare_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off
 		return -EXDEV;
 	if ((inode_flags(src) ^ inode_flags(dst)) & BTRFS_INODE_NODATASUM)
 		return -EINVAL;
-	if (off % bs || dst_off % bs)
-		return -EINVAL;
-	wb_len = len ? sector_up(mnt, len) : sector_up(mnt, i_size(src)) - (off < i_size(src) ?
-							  sector_down(mnt, off) : 0);
-	err = tlog_mount_trans(mnt, &mnt->trans);
-	if (!err && wb_len)
-		err = tlog_writeback_range(mnt, src, off, off + wb_len);
-	if (!err && wb_len)
-		err = tlog_writeback_range(mnt, dst, dst_off, dst_off + wb_len);
+	return 0;
+}
+
+/*
+ * Both ranges are written back before anything is shared (a clone the
+ * checks refuse flushes nothing: seen on 6.18, where the dirty data of a
+ * refused FICLONERANGE stays in one extent with its neighbours).
+ */
+static int flush_clone_ranges(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 alen,
+			      struct tlog_inode *dst, u64 dst_off)
+{
+	int err = tlog_mount_trans(mnt, &mnt->trans);
+
+	if (!err)
+		err = tlog_writeback_range(mnt, src, off, off + alen);
+	if (!err)
+		err = tlog_writeback_range(mnt, dst, dst_off, dst_off + alen);
 	return err;
 }
 
@@ -1510,10 +1514,12 @@ int tlog_clone_range(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u6
 		     struct tlog_inode *dst, u64 dst_off)
 {
 	u64 alen, end;
-	int err = prepare_clone(mnt, src, off, len, dst, dst_off);
+	int err = check_clone_files(mnt, src, dst);
 
 	if (!err)
 		err = check_clone(mnt, src, off, &len, dst, dst_off, &alen);
+	if (!err && len)
+		err = flush_clone_ranges(mnt, src, off, alen, dst, dst_off);
 	if (err || len == 0)
 		return err;
 	/* the destination's page cache over the range is replaced */
