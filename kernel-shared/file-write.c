@@ -587,8 +587,13 @@ static bool need_compress(const struct tlog_mount *mnt, const struct tlog_inode 
 	return mnt->compress_type || (flags & BTRFS_INODE_COMPRESS);
 }
 
-static u8 compress_type(const struct tlog_mount *mnt)
+/* The property's algorithm first, then the mount's, zlib when neither says. */
+static u8 compress_type(const struct tlog_mount *mnt, struct tlog_inode *inode)
 {
+	u8 type = tlog_inode_compress_type(inode);
+
+	if (type)
+		return type;
 	return mnt->compress_type ? mnt->compress_type : BTRFS_COMPRESS_ZLIB;
 }
 
@@ -606,7 +611,7 @@ static int write_compressed_inline(struct tlog_mount *mnt, struct tlog_inode *in
 		return -ENOMEM;
 	btrfs_set_file_extent_item_generation(fi, mnt->trans->transid);
 	btrfs_set_file_extent_item_ram_bytes(fi, i_size(inode));
-	btrfs_set_file_extent_item_compression(fi, compress_type(mnt));
+	btrfs_set_file_extent_item_compression(fi, compress_type(mnt, inode));
 	btrfs_set_file_extent_item_type(fi, BTRFS_FILE_EXTENT_INLINE);
 	memcpy(buf + BTRFS_FILE_EXTENT_INLINE_DATA_START, data, len);
 	err = drop_extents(mnt, inode, 0, mnt->fs->sectorsize);
@@ -640,7 +645,7 @@ static int write_compressed_extent(struct tlog_mount *mnt, struct tlog_inode *in
 		memset(&fi, 0, sizeof(fi));
 		btrfs_set_file_extent_item_generation(&fi, mnt->trans->transid);
 		btrfs_set_file_extent_item_ram_bytes(&fi, ram);
-		btrfs_set_file_extent_item_compression(&fi, compress_type(mnt));
+		btrfs_set_file_extent_item_compression(&fi, compress_type(mnt, inode));
 		btrfs_set_file_extent_item_type(&fi, BTRFS_FILE_EXTENT_REG);
 		btrfs_set_file_extent_item_disk_bytenr(&fi, bytenr);
 		btrfs_set_file_extent_item_disk_num_bytes(&fi, disk);
@@ -704,7 +709,7 @@ static int compress_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 
 			err = fill_chunk(mnt, inode, in, pos, total_in);
 			if (err)
 				break;
-			err = btrfs_compress(compress_type(mnt), mnt->compress_level, in, total_in, ss,
+			err = btrfs_compress(compress_type(mnt, inode), mnt->compress_level, in, total_in, ss,
 					     out, BTRFS_MAX_UNCOMPRESSED, &clen);
 			if (err && err != -E2BIG)
 				break;
