@@ -300,6 +300,20 @@ int btrfs_alloc_range(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u6
 			  type_flags == BTRFS_BLOCK_GROUP_DATA ? "data" : "metadata");
 }
 
+u64 btrfs_largest_free(const struct tlog_block_groups *bgs, u64 type_flags)
+{
+	u64 best = 0;
+
+	for (size_t g = 0; g < bgs->nr; g++) {
+		if ((bgs->v[g].flags & BTRFS_BLOCK_GROUP_TYPE_MASK) != type_flags)
+			continue;
+		for (size_t i = 0; i < bgs->v[g].nr_free; i++)
+			if (bgs->v[g].free[i].len > best)
+				best = bgs->v[g].free[i].len;
+	}
+	return best;
+}
+
 int btrfs_free_range(struct tlog_block_groups *bgs, u64 start, u64 len)
 {
 	struct tlog_block_group *bg = btrfs_lookup_block_group(bgs, start);

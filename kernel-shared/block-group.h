@@ -43,6 +43,8 @@ int btrfs_add_block_group(struct tlog_fs *fs, struct tlog_block_groups *bgs, u64
 			  u64 length, u64 flags);
 /* Allocatable bytes left in the groups of @type_flags. */
 u64 btrfs_free_bytes(const struct tlog_block_groups *bgs, u64 type_flags);
+/* The longest free range in the groups of @type_flags. */
+u64 btrfs_largest_free(const struct tlog_block_groups *bgs, u64 type_flags);
 struct tlog_trans;
 /* A new chunk and block group of @type (DATA or METADATA), all of it free (chunk-alloc.c). */
 int btrfs_alloc_chunk(struct tlog_trans *trans, struct tlog_block_groups *bgs, u64 type);

@@ -32,7 +32,8 @@ static u64 wanted_chunk_size(const struct tlog_fs *fs, u64 type)
 	u64 cap = (type & BTRFS_BLOCK_GROUP_DATA) ? SZ_1G :
 		  type == BTRFS_BLOCK_GROUP_SYSTEM ? 32 * SZ_1M :
 		  total >= 50 * SZ_1G ? SZ_1G : SZ_256M;
-	u64 size = total / 10 / SZ_16M * SZ_16M;
+	/* a tenth of the filesystem, rounded up to 16 MiB (decide_stripe_size) */
+	u64 size = (total / 10 + SZ_16M - 1) / SZ_16M * SZ_16M;
 
 	if (size < SZ_16M)
 		size = SZ_16M;

@@ -43,8 +43,8 @@ static int insert_data_extent_item(struct tlog_trans *trans, struct btrfs_root *
 	return btrfs_insert_item(trans, eroot, &key, buf, sizeof(buf));
 }
 
-int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
-			    u64 offset, u64 len, u64 *bytenr)
+int btrfs_alloc_data_extent_upto(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+				 u64 offset, u64 len, u64 *bytenr, u64 *got)
 {
 	struct btrfs_root *eroot;
 	int err;
@@ -54,12 +54,20 @@ int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u
 				  (unsigned long long)len);
 	err = btrfs_read_root(trans->fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
 	if (!err)
-		err = tlog_trans_alloc_space(trans, BTRFS_BLOCK_GROUP_DATA, len,
-					     trans->fs->sectorsize, bytenr);
+		err = tlog_trans_alloc_extent(trans, BTRFS_BLOCK_GROUP_DATA, len,
+					      got ? trans->fs->sectorsize : len, bytenr, &len);
 	if (!err)
 		err = insert_data_extent_item(trans, eroot, *bytenr, len,
 					      root->root_key.objectid, ino, offset);
+	if (!err && got)
+		*got = len;
 	return err ? err : tlog_trans_account_space(trans, *bytenr, len, true);
+}
+
+int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			    u64 offset, u64 len, u64 *bytenr)
+{
+	return btrfs_alloc_data_extent_upto(trans, root, ino, offset, len, bytenr, NULL);
 }
 
 int btrfs_claim_logged_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,

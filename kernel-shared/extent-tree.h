@@ -13,6 +13,9 @@
  */
 int btrfs_alloc_data_extent(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
 			    u64 offset, u64 len, u64 *bytenr);
+/* The same, taking less than @len when space is fragmented; *@got is what it took. */
+int btrfs_alloc_data_extent_upto(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+				 u64 offset, u64 len, u64 *bytenr, u64 *got);
 /*
  * Find @key in the extent tree to change it (@ins_len as for
  * btrfs_search_slot_for_write): 0 found, 1 not, or -errno with @path

@@ -450,18 +450,9 @@ static int cow_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start
 
 		if (len > BTRFS_MAX_EXTENT_SIZE)
 			len = BTRFS_MAX_EXTENT_SIZE;
-		/* the allocator may not find one piece that big: take smaller ones */
-		for (;;) {
-			struct tlog_errsave saved;
-
-			tlog_error_save(&saved);
-			err = btrfs_alloc_data_extent(mnt->trans, inode->root, inode->ino, start, len,
-						      &bytenr);
-			if (err != -ENOSPC || len <= mnt->fs->sectorsize)
-				break;
-			tlog_error_restore(&saved);
-			len = sector_up(mnt, len / 2);
-		}
+		/* the allocator may not find one piece that big: it takes less */
+		err = btrfs_alloc_data_extent_upto(mnt->trans, inode->root, inode->ino, start, len,
+						   &bytenr, &len);
 		if (err)
 			return err;
 		err = write_range_data(mnt, inode, start, start + len, bytenr);
@@ -1076,17 +1067,8 @@ static int prealloc_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 
 
 		if (len > BTRFS_MAX_PREALLOC_SIZE)
 			len = BTRFS_MAX_PREALLOC_SIZE;
-		for (;;) {
-			struct tlog_errsave saved;
-
-			tlog_error_save(&saved);
-			err = btrfs_alloc_data_extent(mnt->trans, inode->root, inode->ino, start, len,
-						      &bytenr);
-			if (err != -ENOSPC || len <= mnt->fs->sectorsize)
-				break;
-			tlog_error_restore(&saved);
-			len = sector_up(mnt, len / 2);
-		}
+		err = btrfs_alloc_data_extent_upto(mnt->trans, inode->root, inode->ino, start, len,
+						   &bytenr, &len);
 		if (!err)
 			err = drop_extents(mnt, inode, start, start + len);
 		if (!err)

@@ -432,6 +432,37 @@ void tlog_trans_set_system_reserve(struct tlog_trans *trans, u64 bytes)
 	state_of(trans)->system_reserve = bytes;
 }
 
+int tlog_trans_alloc_extent(struct tlog_trans *trans, u64 type, u64 len, u64 min, u64 *ret,
+			    u64 *got)
+{
+	struct trans_state *st = container_of(trans, struct trans_state, trans);
+	u64 align = trans->fs->sectorsize;
+	int err;
+
+	for (;;) {
+		struct tlog_errsave saved;
+		u64 largest;
+
+		tlog_error_save(&saved);
+		err = alloc_space(st, type, len, align, ret);
+		if (err != -ENOSPC || len <= min) {
+			if (!err)
+				*got = len;
+			return err;
+		}
+		tlog_error_restore(&saved);
+		/*
+		 * btrfs_reserve_extent tries again with less: the longest free
+		 * range there is (seen on 6.18: a 54 MiB fallocate with 32 MiB
+		 * chunks takes 32 MiB), half as much if even that fails.
+		 */
+		largest = btrfs_largest_free(&st->bgs, space_type(trans->fs, type)) / align * align;
+		len = largest && largest < len ? largest : len / 2 / align * align;
+		if (len < min)
+			len = min;
+	}
+}
+
 int tlog_trans_alloc_space(struct tlog_trans *trans, u64 type, u64 len, u64 align, u64 *ret)
 {
 	return alloc_space(state_of(trans), type, len, align, ret);

@@ -90,6 +90,14 @@ void tlog_trans_set_system_reserve(struct tlog_trans *trans, u64 bytes);
 int tlog_trans_alloc_space(struct tlog_trans *trans, u64 type, u64 len, u64 align, u64 *ret);
 int tlog_trans_account_space(struct tlog_trans *trans, u64 bytenr, u64 len, bool allocated);
 /*
+ * A data extent of @len bytes, or less (not below @min) when the space
+ * is fragmented, as btrfs_reserve_extent settles: a new chunk first, then
+ * the longest free range.
+ * *@got is the length taken.
+ */
+int tlog_trans_alloc_extent(struct tlog_trans *trans, u64 type, u64 len, u64 min, u64 *ret,
+			    u64 *got);
+/*
  * Bytes a new extent of @type could still get: the free space of its
  * block groups (space freed in this transaction not counted: it is pinned
  * until the commit) and the device's unallocated space.
