@@ -330,8 +330,22 @@ static int write_dirty_inode_items(struct tlog_mount *mnt)
 			err = write_inode_item(mnt, inode);
 		if (err)
 			return err;
-		if (!inode->nr_dirty)
+		/*
+		 * What was modified before this commit is no log's business
+		 * any more, and an inode without dirty data keeps no arrays:
+		 * the memory of a long run is the inodes it touched, not their
+		 * history.
+		 */
+		inode->nr_modified = 0;
+		if (!inode->nr_dirty) {
+			free(inode->dirty);
+			inode->dirty = NULL;
+			inode->alloc_dirty = 0;
+			free(inode->modified);
+			inode->modified = NULL;
+			inode->alloc_modified = 0;
 			list_del_init(&inode->dirty_list);
+		}
 	}
 	return 0;
 }
