@@ -71,7 +71,7 @@ struct m_inode {
 struct m_name {
 	u64 dir, ino, index;
 	u16 len;
-	char name[80];
+	char name[256];
 };
 
 struct model {
@@ -828,6 +828,30 @@ static u64 rnd_off(u64 *s, u64 size)
 	}
 }
 
+/*
+ * Whether the file starts with an inline extent and has extents after it
+ * (a layout fallocate makes of a small file): a truncate of it keeps
+ * what lies past the new EOF (the disabled test
+ * inode_ops.bug_truncate_after_inline_keeps_extents_past_eof).
+ */
+static bool inline_then_more(struct ctx *c, u64 ino)
+{
+	struct tlog_file *file;
+	bool first_inline = false, more = false;
+	int err;
+
+	cr_assert_eq(tlog_file_open(c->fs, c->root, ino, &file), 0, "%s", tlog_error_get());
+	for (err = tlog_file_cursor_seek(file, 0); err == 0; err = tlog_file_cursor_next(file)) {
+		if (file->cur.ext.start == 0)
+			first_inline = file->cur.ext.type == BTRFS_FILE_EXTENT_INLINE;
+		else
+			more = true;
+	}
+	cr_assert_geq(err, 0, "%s", tlog_error_get());
+	tlog_file_close(file);
+	return first_inline && more;
+}
+
 /* What the library said about one operation, and what was predicted. */
 static void expect(struct ctx *c, int op, int got, int want, const char *detail)
 {
@@ -1220,6 +1244,10 @@ static int random_op(struct ctx *c, struct model *m, u64 *s, struct op_stats *st
 			want = -EISDIR;
 		else if (!S_ISREG(mi->mode))
 			want = op == OP_WRITE || op == OP_TRUNCATE ? -EINVAL : -ENODEV;
+		if (op == OP_TRUNCATE && !want && off <= mi->size && inline_then_more(c, mi->ino)) {
+			st->known_bug_skips++;
+			return 0;
+		}
 		in[0] = lib_iget(c, mi->ino);
 		if (want)
 			take_snap(c, &sn, in, 1);
@@ -1377,4 +1405,469 @@ Test(inode_ops, random_ops_match_the_model, .timeout = 120)
 	assert_stats(&st, c.seed);
 	cr_assert_geq(m.nr_in, 10, "only %zu inodes left", m.nr_in);
 	m_free(&m);
+}
+
+/* ---- 3. focused cases ---- */
+
+static struct tlog_inode *create(struct ctx *c, struct tlog_inode *dir, const char *name, u32 mode,
+				 const char *target)
+{
+	struct tlog_inode *inode;
+	int err = tlog_create(c->mnt, dir, name, (u16)strlen(name), mode, 0, target, &inode);
+
+	cr_assert_eq(err, 0, "create %s: %d %s", name, err, tlog_error_get());
+	return inode;
+}
+
+static u64 create_ino(struct ctx *c, u64 dir_ino, const char *name)
+{
+	struct tlog_inode *dir = lib_iget(c, dir_ino), *inode = create(c, dir, name, S_IFREG | 0644,
+								     NULL);
+	u64 ino = inode->ino;
+
+	tlog_iput(c->mnt, inode);
+	tlog_iput(c->mnt, dir);
+	return ino;
+}
+
+static void unlink_name(struct ctx *c, u64 dir_ino, const char *name)
+{
+	struct tlog_inode *dir = lib_iget(c, dir_ino);
+
+	cr_assert_eq(tlog_unlink(c->mnt, dir, name, (u16)strlen(name), false), 0, "unlink %s: %s",
+		     name, tlog_error_get());
+	tlog_iput(c->mnt, dir);
+}
+
+static void sync_reopen(struct ctx *c)
+{
+	cr_assert_eq(tlog_sync(c->mnt), 0, "%s", tlog_error_get());
+	ctx_close(c);
+	ctx_open(c);
+}
+
+/* The index of @name in @dir as the tree has it. */
+static u64 dir_index_of(struct ctx *c, u64 dir, const char *name)
+{
+	struct tlog_dir_entry de;
+	u64 index = 0;
+
+	cr_assert_eq(btrfs_lookup_dir_entry(c->root, dir, name, strlen(name), &de), 0);
+	cr_assert_eq(btrfs_find_inode_ref(c->root, de.location.objectid, dir, name,
+					  (u16)strlen(name), &index), 0);
+	return index;
+}
+
+Test(inode_ops, ino_not_reused_within_a_mount_but_after_reopen)
+{
+	struct ctx c = { .seed = 0 };
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	cr_assert_eq(create_ino(&c, ROOT_INO, "a"), 257);
+	cr_assert_eq(create_ino(&c, ROOT_INO, "b"), 258);
+	cr_assert_eq(create_ino(&c, ROOT_INO, "c"), 259);
+	unlink_name(&c, ROOT_INO, "c");
+	cr_assert_eq(create_ino(&c, ROOT_INO, "d"), 260, "259 given out twice in one mount");
+	unlink_name(&c, ROOT_INO, "d");
+	cr_assert_eq(tlog_sync(c.mnt), 0);
+	/* a sync is no new mount: the counter goes on */
+	cr_assert_eq(create_ino(&c, ROOT_INO, "e"), 261);
+	unlink_name(&c, ROOT_INO, "e");
+	sync_reopen(&c);
+	/* a new mount starts at the highest inode left + 1 */
+	cr_assert_eq(create_ino(&c, ROOT_INO, "f"), 259);
+	sync_reopen(&c);
+	cr_assert_eq(btrfs_lookup_inode(c.root, 260, &(struct btrfs_inode_item){ 0 }), -ENOENT);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+Test(inode_ops, dir_index_not_reused_within_a_mount_but_after_reopen)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *d;
+	u64 dino;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	d = create(&c, root, "d", S_IFDIR | 0755, NULL);
+	dino = d->ino;
+	tlog_iput(c.mnt, d);
+	tlog_iput(c.mnt, root);
+	create_ino(&c, dino, "a");
+	create_ino(&c, dino, "b");
+	unlink_name(&c, dino, "b");
+	create_ino(&c, dino, "c");
+	cr_assert_eq(tlog_sync(c.mnt), 0);
+	cr_assert_eq(dir_index_of(&c, dino, "a"), 2);
+	cr_assert_eq(dir_index_of(&c, dino, "c"), 4, "index 3 given out twice in one mount");
+	unlink_name(&c, dino, "c");
+	create_ino(&c, dino, "e");
+	cr_assert_eq(tlog_sync(c.mnt), 0);
+	cr_assert_eq(dir_index_of(&c, dino, "e"), 5);
+	unlink_name(&c, dino, "e");
+	sync_reopen(&c);
+	/* counted afresh from the highest index left: 2 */
+	create_ino(&c, dino, "f");
+	sync_reopen(&c);
+	cr_assert_eq(dir_index_of(&c, dino, "f"), 3);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+static int count_items(struct btrfs_root *root, u64 ino, u8 type)
+{
+	struct btrfs_key min = { ino, type, 0 }, max = { ino, type, (u64)-1 };
+	struct btrfs_tree_iter iter;
+	int n = 0;
+
+	btrfs_for_each_item(root, &iter, &min, &max)
+		n++;
+	cr_assert_eq(iter.ret, 1);
+	return n;
+}
+
+/* The INODE_REF item's size of @ino in @dir, 0 if none. */
+static u32 ref_item_size(struct btrfs_root *root, u64 ino, u64 dir)
+{
+	struct btrfs_key key = { ino, BTRFS_INODE_REF_KEY, dir };
+	struct btrfs_path path;
+	u32 size = 0;
+
+	btrfs_init_path(&path);
+	if (btrfs_search_slot(root, &key, &path) == 0)
+		size = btrfs_item_size(path.nodes[0], path.slots[0]);
+	btrfs_release_path(&path);
+	return size;
+}
+
+static void long_name(char *buf, int i)
+{
+	memset(buf, 'x', 255);
+	snprintf(buf, 8, "%05d", i);
+	buf[5] = 'x';
+	buf[255] = 0;
+}
+
+Test(inode_ops, full_ref_item_goes_on_in_extrefs)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *f;
+	static struct model m;
+	char name[256];
+	u32 limit;
+	int n, extref_from = -1;
+
+	m_init(&m);
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	cr_assert(c.fs->incompat & BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF);
+	limit = c.fs->nodesize - sizeof(struct btrfs_header) - sizeof(struct btrfs_item);
+	root = lib_iget(&c, ROOT_INO);
+	long_name(name, 0);
+	f = create(&c, root, name, S_IFREG | 0644, NULL);
+	m_add_name(&m, ROOT_INO, name, 255, f->ino, m_next_index(&m, ROOT_INO));
+	m_new_inode(&m, S_IFREG | 0644);
+	/* names until the ref item is full, and a few more */
+	for (n = 1; extref_from < 0 || n < extref_from + 6; n++) {
+		u32 before = ref_item_size(c.root, f->ino, ROOT_INO);
+
+		long_name(name, n);
+		cr_assert_eq(tlog_link(c.mnt, f, root, name, 255), 0, "link %d: %s", n,
+			     tlog_error_get());
+		m_add_name(&m, ROOT_INO, name, 255, f->ino, m_next_index(&m, ROOT_INO));
+		m.in[1].nlink++;
+		if (ref_item_size(c.root, f->ino, ROOT_INO) == before) {
+			cr_assert_gt(before + sizeof(struct btrfs_inode_ref) + 255, limit,
+				     "link %d went to an extref with %u bytes in the ref item", n,
+				     before);
+			if (extref_from < 0)
+				extref_from = n;
+		} else {
+			cr_assert_lt(extref_from, 0, "link %d back in the ref item", n);
+			cr_assert_leq(ref_item_size(c.root, f->ino, ROOT_INO), limit);
+		}
+		cr_assert_lt(n, 200);
+	}
+	cr_log_info("extrefs from link %d", extref_from);
+	cr_assert_gt(extref_from, 10);
+	tlog_iput(c.mnt, f);
+	tlog_iput(c.mnt, root);
+	sync_reopen(&c);
+	m_remount(&m);
+	cr_assert_eq(count_items(c.root, ROOT_INO + 1, BTRFS_INODE_EXTREF_KEY), 6);
+	cr_assert_eq(count_items(c.root, ROOT_INO + 1, BTRFS_INODE_REF_KEY), 1);
+	check_fs(c.fs, &m, "extrefs");
+	/* every name resolves, through a path too */
+	for (int i = 0; i < n; i++) {
+		struct tlog_inode *t;
+		char path[260];
+
+		long_name(name, i);
+		snprintf(path, sizeof(path), "/%s", name);
+		cr_assert_eq(tlog_lookup_path(c.mnt, path, &t), 0, "name %d", i);
+		cr_assert_eq(t->ino, ROOT_INO + 1);
+		tlog_iput(c.mnt, t);
+	}
+	/* names go from both kinds of item */
+	for (int i = 0; i < n; i += 3) {
+		long_name(name, i);
+		unlink_name(&c, ROOT_INO, name);
+		m_remove_name(&m, m_find(&m, ROOT_INO, name, 255));
+		m.in[1].nlink--;
+	}
+	sync_reopen(&c);
+	m_remount(&m);
+	check_fs(c.fs, &m, "extrefs after unlinks");
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+	m_free(&m);
+}
+
+/* The file extent items of @ino: their types, starts and ends. */
+static size_t extents_of(struct ctx *c, u64 ino, struct tlog_file_extent *v, size_t max)
+{
+	struct tlog_file *file;
+	size_t n = 0;
+	int err;
+
+	cr_assert_eq(tlog_file_open(c->fs, c->root, ino, &file), 0);
+	for (err = tlog_file_cursor_seek(file, 0); err == 0 && n < max;
+	     err = tlog_file_cursor_next(file))
+		v[n++] = file->cur.ext;
+	tlog_file_close(file);
+	return n;
+}
+
+Test(inode_ops, small_files_inline_others_regular_symlinks_inline)
+{
+	static const struct {
+		const char *name;
+		u64 size;
+		bool inline_;
+	} files[] = {
+		{ "f1", 1, true }, { "f100", 100, true }, { "f2047", 2047, true },
+		{ "f2048", 2048, true }, { "f2049", 2049, false }, { "f4095", 4095, false },
+		{ "f4096", 4096, false }, { "f10000", 10000, false },
+	};
+	static const char *const targets[] = { "t", "some/where/else", NULL };
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root;
+	u64 inos[8], links[3];
+	char target[2048];
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	for (int i = 0; i < 8; i++) {
+		struct tlog_inode *f = create(&c, root, files[i].name, S_IFREG | 0644, NULL);
+
+		cr_assert_eq(tlog_write(c.mnt, f, 0, files[i].size, (u8)(i + 1)), 0);
+		inos[i] = f->ino;
+		tlog_iput(c.mnt, f);
+	}
+	memset(target, 'l', sizeof(target) - 1);
+	target[sizeof(target) - 1] = 0;
+	for (int i = 0; i < 3; i++) {
+		char name[8];
+		struct tlog_inode *l;
+
+		snprintf(name, sizeof(name), "l%d", i);
+		l = create(&c, root, name, S_IFLNK | 0777, targets[i] ? targets[i] : target);
+		links[i] = l->ino;
+		tlog_iput(c.mnt, l);
+	}
+	tlog_iput(c.mnt, root);
+	sync_reopen(&c);
+	for (int i = 0; i < 8; i++) {
+		struct tlog_file_extent v[4];
+		size_t n = extents_of(&c, inos[i], v, 4);
+		struct btrfs_inode_item ii;
+
+		cr_assert_eq(n, 1, "%s: %zu extents", files[i].name, n);
+		cr_assert_eq(btrfs_read_inode(c.root, inos[i], &ii), 0);
+		cr_assert_eq(btrfs_inode_item_size(&ii), files[i].size);
+		if (files[i].inline_) {
+			cr_assert_eq(v[0].type, BTRFS_FILE_EXTENT_INLINE, "%s", files[i].name);
+			cr_assert_eq(v[0].ram_bytes, files[i].size);
+			cr_assert_eq(btrfs_inode_item_nbytes(&ii), files[i].size);
+		} else {
+			u64 len = (files[i].size + 4095) / 4096 * 4096;
+
+			cr_assert_eq(v[0].type, BTRFS_FILE_EXTENT_REG, "%s", files[i].name);
+			cr_assert_neq(v[0].disk_bytenr, 0);
+			cr_assert_eq(v[0].num_bytes, len);
+			cr_assert_eq(v[0].disk_num_bytes, len);
+			cr_assert_eq(btrfs_inode_item_nbytes(&ii), len);
+			cr_assert_eq(memfs_extent_refs(c.fs, v[0].disk_bytenr, len), 1);
+			cr_assert_eq(memfs_csum_bytes(c.fs, v[0].disk_bytenr, len), len);
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		const char *t = targets[i] ? targets[i] : target;
+		struct tlog_file_extent v[2];
+		struct btrfs_inode_item ii;
+		char buf[4096];
+
+		cr_assert_eq(extents_of(&c, links[i], v, 2), 1);
+		cr_assert_eq(v[0].type, BTRFS_FILE_EXTENT_INLINE);
+		cr_assert_eq(v[0].ram_bytes, strlen(t));
+		cr_assert_eq(btrfs_read_inode(c.root, links[i], &ii), 0);
+		cr_assert_eq(btrfs_inode_item_size(&ii), strlen(t));
+		cr_assert_eq(btrfs_inode_item_nbytes(&ii), strlen(t));
+		cr_assert_eq(btrfs_read_symlink(c.root, links[i], buf, sizeof(buf)), (int)strlen(t));
+		cr_assert_str_eq(buf, t);
+	}
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+Test(inode_ops, refusals_change_nothing)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *a, *b, *f;
+	u64 digest;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	a = create(&c, root, "a", S_IFDIR | 0755, NULL);
+	b = create(&c, a, "b", S_IFDIR | 0755, NULL);
+	f = create(&c, b, "f", S_IFREG | 0644, NULL);
+	/* the digest sees uncommitted changes, or the refusal checks would prove nothing */
+	digest = tree_digest(c.root);
+	tlog_iput(c.mnt, create(&c, root, "g", S_IFREG | 0644, NULL));
+	cr_assert_neq(tree_digest(c.root), digest);
+	digest = tree_digest(c.root);
+	cr_assert_eq(tlog_rename(c.mnt, root, "a", 1, b, "a2", 2, 0), -EINVAL);
+	cr_assert_eq(tlog_rename(c.mnt, root, "a", 1, a, "a2", 2, 0), -EINVAL);
+	/* the target an ancestor of the source: the trap comes before the types */
+	cr_assert_eq(tlog_rename(c.mnt, b, "f", 1, root, "a", 1, 0), -ENOTEMPTY);
+	cr_assert_eq(tlog_rename(c.mnt, root, "g", 1, root, "a", 1, 0), -EISDIR);
+	cr_assert_eq(tlog_rename(c.mnt, root, "a", 1, root, "g", 1, 0), -ENOTDIR);
+	cr_assert_eq(tlog_rename(c.mnt, b, "f", 1, root, "g", 1, TLOG_RENAME_NOREPLACE), -EEXIST);
+	cr_assert_eq(tlog_rename(c.mnt, b, "f", 1, root, "h", 1, TLOG_RENAME_EXCHANGE), -ENOENT);
+	cr_assert_eq(tlog_unlink(c.mnt, root, "a", 1, true), -ENOTEMPTY);
+	cr_assert_eq(tlog_unlink(c.mnt, root, "a", 1, false), -EISDIR);
+	cr_assert_eq(tlog_unlink(c.mnt, root, "g", 1, true), -ENOTDIR);
+	cr_assert_eq(tlog_unlink(c.mnt, root, "h", 1, false), -ENOENT);
+	cr_assert_eq(tlog_create(c.mnt, a, "b", 1, S_IFREG | 0644, 0, NULL, NULL), -EEXIST);
+	cr_assert_eq(tlog_link(c.mnt, b, root, "b", 1), -EPERM);
+	cr_assert_eq(tlog_write(c.mnt, a, 0, 1, 1), -EISDIR);
+	cr_assert_eq(tlog_removexattr(c.mnt, f, "user.x"), -ENODATA);
+	cr_assert_eq(tlog_setxattr(c.mnt, f, "user.x", "v", 1, TLOG_XATTR_REPLACE), -ENODATA);
+	cr_assert_eq(tree_digest(c.root), digest);
+	tlog_iput(c.mnt, f);
+	tlog_iput(c.mnt, b);
+	tlog_iput(c.mnt, a);
+	tlog_iput(c.mnt, root);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+/* ---- library bugs found here, kept out of the default run ---- */
+
+/*
+ * BUG: the next inode number is taken from the tree when the mount first
+ * needs one (next_objectid() in inode-ops.c), not when the subvolume is
+ * opened as the kernel does (btrfs_init_root_free_objectid at fs root
+ * read): an unlink of the highest inode before the mount's first create
+ * gives its number out again.
+ *
+ * create a, b, c (257, 258, 259); sync; new mount; unlink c; create d.
+ * Expected: d is 260 (the kernel's free_objectid was 260 from the mount
+ * on).  Got: 259.
+ */
+Test(inode_ops, bug_ino_reused_after_unlink_before_first_create, .disabled = true)
+{
+	struct ctx c = { .seed = 0 };
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	create_ino(&c, ROOT_INO, "a");
+	create_ino(&c, ROOT_INO, "b");
+	cr_assert_eq(create_ino(&c, ROOT_INO, "c"), 259);
+	sync_reopen(&c);
+	unlink_name(&c, ROOT_INO, "c");
+	cr_assert_eq(create_ino(&c, ROOT_INO, "d"), 260, "inode 259 given out twice in one mount");
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+/*
+ * BUG: RENAME_EXCHANGE of a name with a directory that is an ancestor of
+ * the name's directory is done, making a directory loop; the VFS refuses
+ * it with EINVAL (the lock_rename trap: "target should not be an ancestor
+ * of source", EINVAL for an exchange, ENOTEMPTY otherwise).  may_rename()
+ * checks the target's ancestry only without RENAME_EXCHANGE.
+ *
+ * mkdir /a; mkdir /a/b; create /a/b/x; exchange (/a/b, "x") with (/, "a").
+ * Expected: -EINVAL, nothing changed.  Got: 0; / has "a" -> the file, and
+ * directory a is now named x inside its own child b, unreachable.
+ */
+Test(inode_ops, bug_exchange_with_ancestor_of_source, .disabled = true)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *a, *b;
+	u64 digest;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	a = create(&c, root, "a", S_IFDIR | 0755, NULL);
+	b = create(&c, a, "b", S_IFDIR | 0755, NULL);
+	tlog_iput(c.mnt, create(&c, b, "x", S_IFREG | 0644, NULL));
+	digest = tree_digest(c.root);
+	cr_assert_eq(tlog_rename(c.mnt, b, "x", 1, root, "a", 1, TLOG_RENAME_EXCHANGE), -EINVAL);
+	cr_assert_eq(tree_digest(c.root), digest);
+	tlog_iput(c.mnt, b);
+	tlog_iput(c.mnt, a);
+	tlog_iput(c.mnt, root);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+
+/*
+ * BUG: a truncate of a file whose first extent is inline stops at the
+ * inline extent (shrink() in file-write.c returns after truncate_inline)
+ * and keeps every extent past the new EOF.  When the file grows again the
+ * old data shows: the kernel's btrfs_truncate_inode_items drops them all.
+ *
+ * write [0, 1000) 0xaa; fallocate KEEP_SIZE [0, 8192) (writeback makes
+ * [0, 1000) inline, [4096, 8192) is preallocated); write [4096, +100)
+ * 0x37; fallocate [4196, +4096) (writes [4096, 8192) back into the
+ * preallocation); truncate 500; truncate 8192; sync.  Expected: bytes
+ * [500, 8192) zero.  Got: byte 4096 is 0x37 (the extent at 4096 is
+ * still there).
+ */
+Test(inode_ops, bug_truncate_after_inline_keeps_extents_past_eof, .disabled = true)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *dir, *f;
+	struct tlog_file *file;
+	u8 buf[8192];
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	dir = lib_iget(&c, ROOT_INO);
+	cr_assert_eq(tlog_create(c.mnt, dir, "f", 1, S_IFREG | 0644, 0, NULL, &f), 0);
+	cr_assert_eq(tlog_write(c.mnt, f, 0, 1000, 0xaa), 0);
+	cr_assert_eq(tlog_fallocate(c.mnt, f, TLOG_FALLOC_KEEP_SIZE, 0, 8192), 0);
+	cr_assert_eq(tlog_write(c.mnt, f, 4096, 100, 0x37), 0);
+	cr_assert_eq(tlog_fallocate(c.mnt, f, 0, 4196, 4096), 0);
+	cr_assert_eq(tlog_truncate(c.mnt, f, 500), 0);
+	cr_assert_eq(tlog_truncate(c.mnt, f, 8192), 0);
+	cr_assert_eq(tlog_sync(c.mnt), 0);
+	tlog_iput(c.mnt, f);
+	tlog_iput(c.mnt, dir);
+	cr_assert_eq(tlog_file_open(c.fs, c.root, ROOT_INO + 1, &file), 0);
+	cr_assert_eq(tlog_file_pread(file, buf, sizeof(buf), 0), 8192);
+	for (int i = 0; i < 8192; i++)
+		cr_assert_eq(buf[i], i < 500 ? 0xaa : 0, "byte %d: %#x", i, buf[i]);
+	tlog_file_close(file);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
 }
