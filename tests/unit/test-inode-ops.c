@@ -1363,7 +1363,7 @@ static void reopen(struct ctx *c, struct model *m)
 	m_remount(m);
 }
 
-#define RANDOM_OPS	5000
+#define RANDOM_OPS	12000
 
 Test(inode_ops, random_ops_match_the_model, .timeout = 120)
 {
@@ -1405,6 +1405,166 @@ Test(inode_ops, random_ops_match_the_model, .timeout = 120)
 	assert_stats(&st, c.seed);
 	cr_assert_geq(m.nr_in, 10, "only %zu inodes left", m.nr_in);
 	m_free(&m);
+}
+
+/* ---- 2. power cuts ---- */
+
+#define CUT_ROUNDS	16
+
+/*
+ * Random operations with syncs, then a close without one (the mount's
+ * transaction forgotten, as a power cut forgets it): the device opens with
+ * the state of the last sync, and goes on working from there.
+ */
+Test(inode_ops, power_cut_leaves_the_last_sync, .timeout = 120)
+{
+	static struct model m, synced;
+	struct op_stats st;
+	u64 seed = memfs_seed(), lost = 0;
+	char where[96];
+
+	memset(&st, 0, sizeof(st));
+	for (int round = 0; round < CUT_ROUNDS; round++) {
+		struct ctx c = { .seed = seed + round };
+		u64 s = c.seed * 2654435761ULL | 1, applied_since_sync = 0;
+		int cut = 100 + (int)(memfs_rng(&s) % 300);
+
+		m_init(&m);
+		m_copy(&synced, &m);
+		c.bdev = memfs_make();
+		ctx_open(&c);
+		for (int i = 0; i < cut; i++) {
+			u64 before = 0;
+
+			for (int k = 0; k < NR_OPS; k++)
+				before += st.applied[k];
+			snprintf(where, sizeof(where), "round %d op %d", round, i);
+			c.where = where;
+			random_op(&c, &m, &s, &st);
+			for (int k = 0; k < NR_OPS; k++)
+				applied_since_sync += st.applied[k];
+			applied_since_sync -= before;
+			if (memfs_rng(&s) % 15 == 0 && i < cut - 5) {
+				cr_assert_eq(tlog_sync(c.mnt), 0, "seed %llu %s: %s",
+					     (unsigned long long)c.seed, where, tlog_error_get());
+				m_copy(&synced, &m);
+				st.syncs++;
+				applied_since_sync = 0;
+			}
+		}
+		lost += applied_since_sync;
+		/* the power cut */
+		ctx_close(&c);
+		ctx_open(&c);
+		m_remount(&synced);
+		snprintf(where, sizeof(where), "seed %llu round %d: after the cut at op %d",
+			 (unsigned long long)c.seed, round, cut);
+		check_fs(c.fs, &synced, where);
+		/* and on from there */
+		m_copy(&m, &synced);
+		for (int i = 0; i < 40; i++) {
+			snprintf(where, sizeof(where), "round %d op %d after the cut", round, i);
+			c.where = where;
+			random_op(&c, &m, &s, &st);
+		}
+		cr_assert_eq(tlog_sync(c.mnt), 0, "%s", tlog_error_get());
+		ctx_close(&c);
+		ctx_open(&c);
+		m_remount(&m);
+		snprintf(where, sizeof(where), "seed %llu round %d: after the cut and more",
+			 (unsigned long long)c.seed, round);
+		check_fs(c.fs, &m, where);
+		ctx_close(&c);
+		tlog_bdev_close(c.bdev);
+	}
+	report_stats(&st, "power cuts");
+	cr_log_info("power cuts: %llu applied operations lost", (unsigned long long)lost);
+	cr_assert_gt(lost, CUT_ROUNDS, "the cuts lost hardly anything: they tested nothing");
+	m_free(&m);
+	m_free(&synced);
+}
+
+/* ---- every write of one commit failed, and dropped ---- */
+
+#define FAULT_BASE_OPS	120
+#define FAULT_OPS	150
+
+struct fault_ctx {
+	struct model old, new, scratch;
+	struct op_stats st;
+	u64 seed;
+};
+
+/* The old state: random operations from a fresh filesystem, synced. */
+static struct tlog_bdev *fault_setup(void *arg)
+{
+	struct fault_ctx *fc = arg;
+	struct ctx c = { .seed = fc->seed, .where = "fault setup" };
+	u64 s = fc->seed * 2654435761ULL | 1;
+
+	m_free(&fc->old);
+	m_init(&fc->old);
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	for (int i = 0; i < FAULT_BASE_OPS; i++) {
+		random_op(&c, &fc->old, &s, &fc->st);
+		if (i % 30 == 29)
+			cr_assert_eq(tlog_sync(c.mnt), 0, "%s", tlog_error_get());
+	}
+	cr_assert_eq(tlog_sync(c.mnt), 0, "%s", tlog_error_get());
+	ctx_close(&c);
+	m_remount(&fc->old);
+	return c.bdev;
+}
+
+/* More random operations and one sync: one commit. */
+static int fault_change(struct tlog_fs *fs, void *arg)
+{
+	struct fault_ctx *fc = arg;
+	struct ctx c = { .seed = fc->seed, .where = "fault change", .faulty = true, .fs = fs };
+	u64 s = (fc->seed + 1) * 2654435761ULL | 1;
+	int err = 0;
+
+	m_copy(&fc->scratch, &fc->old);
+	c.root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
+	cr_assert_eq(tlog_mount_open(fs, &c.mnt), 0);
+	c.need_create = true;
+	for (int i = 0; !err && i < FAULT_OPS; i++)
+		err = random_op(&c, &fc->scratch, &s, &fc->st);
+	if (!err)
+		err = tlog_sync(c.mnt);
+	tlog_mount_close(c.mnt);
+	return err;
+}
+
+static void fault_check(struct tlog_fs *fs, void *arg, bool new_state, const char *where)
+{
+	struct fault_ctx *fc = arg;
+
+	if (!where) {
+		m_copy(&fc->new, &fc->scratch);
+		m_remount(&fc->new);
+	}
+	check_fs(fs, new_state ? &fc->new : &fc->old, where ? where : "the clean run");
+}
+
+Test(inode_ops, fault_at_every_write_of_a_commit, .timeout = 120)
+{
+	static struct fault_ctx fc;
+	struct memfs_fault_case fcase = { "inode ops commit", fault_setup, fault_change,
+					  fault_check, &fc };
+	struct memfs_fault_stats st;
+	u64 applied = 0;
+
+	fc.seed = memfs_seed();
+	memfs_fault_sweep(&fcase, &st);
+	for (int k = 0; k < NR_OPS; k++)
+		applied += fc.st.applied[k];
+	cr_assert_geq(st.writes, 20, "only %llu writes", (unsigned long long)st.writes);
+	cr_assert_gt(applied, 0);
+	m_free(&fc.old);
+	m_free(&fc.new);
+	m_free(&fc.scratch);
 }
 
 /* ---- 3. focused cases ---- */
