@@ -963,6 +963,9 @@ static int random_op(struct ctx *c, struct model *m, u64 *s, struct op_stats *st
 			return 0;
 		dir = pick_dir(m, s);
 		pick_name(m, s, dir, name, &len, memfs_rng(s) % 4 == 0);
+		/* the mount's first create must succeed: a name the directory lacks */
+		for (u32 k = 0; c->need_create && m_find(m, dir, name, len) >= 0; k++)
+			len = (u16)snprintf(name, sizeof(name), "new%u", k);
 		snprintf(detail, sizeof(detail), "\"%.*s\" in %llu", len, name,
 			 (unsigned long long)dir);
 		target[0] = 0;
