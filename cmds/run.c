@@ -34,7 +34,7 @@
 #include "workload.h"
 
 static const char * const run_usage[] = {
-	"tlogctl run [--commit] [--strict] [--stats] [--format json] IMAGE SCRIPT|-",
+	"tlogctl run [--commit] [--strict] [-o OPTIONS] [--stats] [--format json] IMAGE SCRIPT|-",
 	"Apply file operations to a btrfs image offline",
 	"",
 	"Runs the operations of SCRIPT (see tlogctl-run(8) for the language) on",
@@ -48,6 +48,9 @@ static const char * const run_usage[] = {
 	"",
 	"--commit            end as a clean unmount would: write back and commit",
 	"--strict            stop at the first refused operation (exit 1)",
+	"-o OPTIONS          mount options that change what is written:",
+	"                    compress[=ALGO[:LEVEL]], compress-force=ALGO[:LEVEL],",
+	"                    max_inline=BYTES (ALGO zlib, lzo or zstd)",
 	"--stats             report what was done (with --format json, as JSON)",
 	"--format json       report as JSON (with --stats)",
 	NULL
@@ -215,6 +218,62 @@ static int do_rename(struct tlog_mount *mnt, const char *old, const char *new,
 	return err;
 }
 
+static int do_mksubvol(struct tlog_mount *mnt, const char *path)
+{
+	struct tlog_inode *dir;
+	const char *name;
+	u16 len;
+	int err = tlog_lookup_parent(mnt, path, &dir, &name, &len);
+
+	if (err)
+		return err;
+	err = len ? tlog_create_subvol(mnt, dir, name, len) : -EEXIST;
+	tlog_iput(mnt, dir);
+	return err;
+}
+
+static int do_mksnap(struct tlog_mount *mnt, const char *src_path, const char *path)
+{
+	struct tlog_inode *src, *dir;
+	const char *name;
+	u16 len;
+	int err = open_path(mnt, src_path, false, &src);
+
+	if (err)
+		return err;
+	err = tlog_lookup_parent(mnt, path, &dir, &name, &len);
+	if (!err) {
+		err = len ? tlog_create_snapshot(mnt, src, dir, name, len) : -EEXIST;
+		tlog_iput(mnt, dir);
+	}
+	tlog_iput(mnt, src);
+	return err;
+}
+
+/* FICLONE (clone: the destination opened O_CREAT) and FICLONERANGE. */
+static int do_clone(struct tlog_mount *mnt, const struct wl_cmd *c)
+{
+	bool whole = c->op == WL_CLONE;
+	struct tlog_inode *src, *dst;
+	int err = open_path(mnt, c->path, false, &src);
+
+	if (err)
+		return err;
+	err = whole ? open_for_write(mnt, c->path2, true, &dst) :
+		      open_for_write(mnt, c->path2, false, &dst);
+	if (!err) {
+		err = whole ? tlog_clone_range(mnt, src, 0, 0, dst, 0) :
+			      tlog_clone_range(mnt, src, c->off, c->len, dst, c->off2);
+		if (!err)
+			err = tlog_release_file(mnt, dst);
+		tlog_iput(mnt, dst);
+	}
+	if (!err)
+		err = tlog_release_file(mnt, src);
+	tlog_iput(mnt, src);
+	return err;
+}
+
 static u64 chattr_bits(u32 wl)
 {
 	return (wl & WL_ATTR_NOCOW ? BTRFS_INODE_NODATACOW : 0) |
@@ -340,16 +399,18 @@ static int run_one(struct run_ctx *rc, const struct wl_cmd *c)
 	case WL_SYNC:
 		rc->syncs++;
 		return tlog_sync(mnt);
+	case WL_MKSUBVOL:
+		return do_mksubvol(mnt, c->path);
+	case WL_MKSNAP:
+		return do_mksnap(mnt, c->path, c->path2);
+	case WL_CLONE:
+	case WL_CLONERANGE:
+		return do_clone(mnt, c);
 	default:
 		return with_inode(rc, c);
 	}
 }
 
-/* Operations of the language this version cannot apply yet: refused before anything runs. */
-static bool op_supported(enum wl_op op)
-{
-	return op != WL_MKSUBVOL && op != WL_MKSNAP && op != WL_CLONE && op != WL_CLONERANGE;
-}
 
 /*
  * An errno the system call would return, as opposed to a failure of the
@@ -484,14 +545,6 @@ static int parse_script(const char *path, struct wl_script *script)
 		error("cannot read %s (%s)", path, strerror(-ret));
 		return ret;
 	}
-	for (size_t i = 0; i < script->nr; i++) {
-		if (!op_supported(script->cmds[i].op)) {
-			fprintf(stderr, "%s:%u: %s: not supported by this version of tlogctl run\n",
-				path, script->cmds[i].line, wl_op_name(script->cmds[i].op));
-			wl_script_free(script);
-			return -EINVAL;
-		}
-	}
 	return 0;
 }
 
@@ -501,6 +554,7 @@ static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 		{ "commit", no_argument, NULL, GETOPT_VAL_COMMIT },
 		{ "strict", no_argument, NULL, GETOPT_VAL_STRICT },
 		{ "stats", no_argument, NULL, GETOPT_VAL_STATS },
+		{ "mount-options", required_argument, NULL, 'o' },
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -511,11 +565,14 @@ static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 	struct run_ctx rc = { 0 };
 	unsigned long long nth;
 	struct tlog_fs *fs;
-	const char *image, *epoch;
+	const char *image, *epoch, *options = NULL;
 	int c, err;
 
-	while ((c = cmd_next_option(cmd, argc, argv, "", long_options, &common)) != -1) {
+	while ((c = cmd_next_option(cmd, argc, argv, "o:", long_options, &common)) != -1) {
 		switch (c) {
+		case 'o':
+			options = optarg;
+			break;
 		case GETOPT_VAL_COMMIT:
 			commit = true;
 			break;
@@ -551,6 +608,13 @@ static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 	if (err) {
 		error_errno(err, "cannot open %s", image);
 		goto out;
+	}
+	if (options) {
+		err = tlog_mount_set_options(rc.mnt, options);
+		if (err) {
+			error_errno(err, "bad mount options '%s'", options);
+			goto out;
+		}
 	}
 	epoch = getenv("SOURCE_DATE_EPOCH");
 	if (epoch && *epoch) {

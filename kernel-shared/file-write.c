@@ -32,6 +32,7 @@
 
 #include "array.h"
 #include "backref.h"
+#include "compression.h"
 #include "csum.h"
 #include "errctx.h"
 #include "extent-tree.h"
@@ -179,6 +180,54 @@ static int truncate_block(struct tlog_mount *mnt, struct tlog_inode *inode, u64 
 	if (from == sector_down(mnt, from) && !to)
 		return 0;
 	return dirty_set(mnt, inode, from, to, 0);
+}
+
+/* ---- data space: what writeback will need ---- */
+
+/* The bytes of the sectors @inode has dirty. */
+static u64 dirty_sector_bytes(const struct tlog_mount *mnt, const struct tlog_inode *inode)
+{
+	u64 total = 0, end = 0;
+
+	for (size_t i = 0; i < inode->nr_dirty; i++) {
+		u64 s = sector_down(mnt, inode->dirty[i].start), e = sector_up(mnt, inode->dirty[i].end);
+
+		if (s < end)
+			s = end;
+		if (e > s)
+			total += e - s;
+		if (e > end)
+			end = e;
+	}
+	return total;
+}
+
+/*
+ * btrfs_check_data_free_space: @bytes more dirty data must fit in the
+ * data space left once everything already dirty is written; -ENOSPC
+ * (changing nothing) when it does not.
+ */
+static int reserve_data_space(struct tlog_mount *mnt, u64 bytes)
+{
+	u64 left = tlog_trans_space_left(mnt->trans, BTRFS_BLOCK_GROUP_DATA);
+	struct list_head *pos;
+
+	if (bytes <= left && mnt->reserved_bound <= left - bytes) {
+		mnt->reserved_bound += bytes;
+		return 0;
+	}
+	/* the cheap bound says no: count what is dirty exactly */
+	mnt->reserved_bound = 0;
+	for (pos = mnt->dirty_inodes.next; pos != &mnt->dirty_inodes; pos = pos->next) {
+		const struct tlog_inode *inode = list_entry(pos, struct tlog_inode, dirty_list);
+
+		if (!inode->evicted)
+			mnt->reserved_bound += dirty_sector_bytes(mnt, inode);
+	}
+	if (bytes > left || mnt->reserved_bound > left - bytes)
+		return -ENOSPC;
+	mnt->reserved_bound += bytes;
+	return 0;
 }
 
 /* ---- reading what the trees hold ---- */
@@ -441,6 +490,168 @@ static int write_back_range(struct tlog_mount *mnt, struct tlog_inode *inode, u6
 	return err;
 }
 
+/* ---- compressed writeback (compress_file_range) ---- */
+
+/* inode_need_compress: the mount or the inode asks, and nothing forbids it. */
+static bool need_compress(const struct tlog_mount *mnt, const struct tlog_inode *inode)
+{
+	u64 flags = inode_flags(inode);
+
+	/* btrfs_inode_can_compress; a file with preallocation takes the nocow path */
+	if (flags & (BTRFS_INODE_NODATACOW | BTRFS_INODE_NODATASUM | BTRFS_INODE_PREALLOC))
+		return false;
+	if (mnt->compress_force)
+		return true;
+	if (flags & BTRFS_INODE_NOCOMPRESS)
+		return false;
+	return mnt->compress_type || (flags & BTRFS_INODE_COMPRESS);
+}
+
+static u8 compress_type(const struct tlog_mount *mnt)
+{
+	return mnt->compress_type ? mnt->compress_type : BTRFS_COMPRESS_ZLIB;
+}
+
+/* A compressed inline extent: the whole (small) file, as the kernel tries first at 0. */
+static int write_compressed_inline(struct tlog_mount *mnt, struct tlog_inode *inode,
+				   const u8 *data, size_t len)
+{
+	struct btrfs_key key = { inode->ino, BTRFS_EXTENT_DATA_KEY, 0 };
+	u32 item = BTRFS_FILE_EXTENT_INLINE_DATA_START + (u32)len;
+	u8 *buf = calloc(1, item);
+	struct btrfs_file_extent_item *fi = (void *)buf;
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	btrfs_set_file_extent_item_generation(fi, mnt->trans->transid);
+	btrfs_set_file_extent_item_ram_bytes(fi, i_size(inode));
+	btrfs_set_file_extent_item_compression(fi, compress_type(mnt));
+	btrfs_set_file_extent_item_type(fi, BTRFS_FILE_EXTENT_INLINE);
+	memcpy(buf + BTRFS_FILE_EXTENT_INLINE_DATA_START, data, len);
+	err = drop_extents(mnt, inode, 0, mnt->fs->sectorsize);
+	if (!err)
+		err = btrfs_insert_item(mnt->trans, inode->root, &key, buf, item);
+	if (!err)
+		add_nbytes(inode, (s64)i_size(inode));
+	free(buf);
+	return err;
+}
+
+/* One compressed extent: @out (@clen bytes) holding [start, start + ram) of the file. */
+static int write_compressed_extent(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start,
+				   u64 ram, u8 *out, size_t clen)
+{
+	u64 disk = sector_up(mnt, clen), bytenr;
+	int err;
+
+	memset(out + clen, 0, disk - clen);
+	err = btrfs_alloc_data_extent(mnt->trans, inode->root, inode->ino, start, disk, &bytenr);
+	if (!err)
+		err = btrfs_write_data(mnt->trans, bytenr, out, disk);
+	if (!err)
+		err = btrfs_insert_data_csums(mnt->trans, bytenr, out, disk);
+	if (!err)
+		err = drop_extents(mnt, inode, start, start + ram);
+	if (!err) {
+		struct btrfs_file_extent_item fi;
+		struct btrfs_key key = { inode->ino, BTRFS_EXTENT_DATA_KEY, start };
+
+		memset(&fi, 0, sizeof(fi));
+		btrfs_set_file_extent_item_generation(&fi, mnt->trans->transid);
+		btrfs_set_file_extent_item_ram_bytes(&fi, ram);
+		btrfs_set_file_extent_item_compression(&fi, compress_type(mnt));
+		btrfs_set_file_extent_item_type(&fi, BTRFS_FILE_EXTENT_REG);
+		btrfs_set_file_extent_item_disk_bytenr(&fi, bytenr);
+		btrfs_set_file_extent_item_disk_num_bytes(&fi, disk);
+		btrfs_set_file_extent_item_num_bytes(&fi, ram);
+		err = btrfs_insert_item(mnt->trans, inode->root, &key, &fi, sizeof(fi));
+	}
+	if (!err) {
+		add_nbytes(inode, (s64)ram);
+		mnt->stats.extents_written++;
+		mnt->stats.data_bytes_written += disk;
+	}
+	return err;
+}
+
+static bool inline_ok(const struct tlog_mount *mnt, const struct tlog_inode *inode, u64 end);
+static int write_inline(struct tlog_mount *mnt, struct tlog_inode *inode);
+
+/* What the kernel does with a range it gave up compressing: plain extents (or inline). */
+static int write_uncompressed(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start,
+			      u64 end)
+{
+	if (start == 0 && inline_ok(mnt, inode, end))
+		return write_inline(mnt, inode);
+	return cow_range(mnt, inode, start, end);
+}
+
+/*
+ * compress_file_range over [start, end): 512 KiB chunks (the async cow
+ * work items), each compressed 128 KiB at a time.  A piece that does not
+ * save a whole sector is incompressible: the inode is marked NOCOMPRESS
+ * (unless compression is forced) and the rest goes out uncompressed.
+ */
+static int compress_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end)
+{
+	u32 ss = mnt->fs->sectorsize;
+	u8 *in = malloc(BTRFS_MAX_UNCOMPRESSED), *out = malloc(BTRFS_MAX_UNCOMPRESSED + ss);
+	int err = in && out ? 0 : -ENOMEM;
+
+	for (u64 cs = start; !err && cs < end; cs += 512 * 1024) {
+		u64 ce = end - cs < 512 * 1024 ? end : cs + 512 * 1024, pos = cs;
+		u64 actual_end = i_size(inode) < ce ? i_size(inode) : ce;
+
+		while (!err && pos < ce) {
+			u64 piece = ce - pos < BTRFS_MAX_UNCOMPRESSED ? ce - pos : BTRFS_MAX_UNCOMPRESSED;
+			u64 total_in = (actual_end < pos + piece ? actual_end : pos + piece) - pos;
+			size_t clen;
+
+			/*
+			 * What is left is one block that is not the whole file:
+			 * compressing it would save nothing, and says nothing
+			 * about the file's data (no NOCOMPRESS).
+			 */
+			if (actual_end - pos <= ss && (pos > 0 || ce < inode->disk_i_size)) {
+				err = write_uncompressed(mnt, inode, pos, ce);
+				break;
+			}
+			if (!need_compress(mnt, inode)) {
+				err = write_uncompressed(mnt, inode, pos, ce);
+				break;
+			}
+			err = fill_chunk(mnt, inode, in, pos, total_in);
+			if (err)
+				break;
+			err = btrfs_compress(compress_type(mnt), mnt->compress_level, in, total_in, ss,
+					     out, BTRFS_MAX_UNCOMPRESSED, &clen);
+			if (err && err != -E2BIG)
+				break;
+			if (!err && pos == 0 && actual_end <= ss && ce >= i_size(inode) &&
+			    clen <= mnt->max_inline && clen <= tlog_max_inline_data_size(mnt->fs)) {
+				err = write_compressed_inline(mnt, inode, out, clen);
+				break;
+			}
+			total_in = sector_up(mnt, total_in);
+			if (!err && sector_up(mnt, clen) + ss <= total_in) {
+				err = write_compressed_extent(mnt, inode, pos, total_in, out, clen);
+				pos += total_in;
+				continue;
+			}
+			/* incompressible */
+			if (!mnt->compress_force)
+				btrfs_set_inode_item_flags(&inode->item,
+							   inode_flags(inode) | BTRFS_INODE_NOCOMPRESS);
+			err = write_uncompressed(mnt, inode, pos, ce);
+			break;
+		}
+	}
+	free(in);
+	free(out);
+	return err;
+}
+
 /*
  * can_cow_file_range_inline: the whole file in one dirty range from 0,
  * shorter than a sector (a full sector is never inlined uncompressed), no
@@ -560,12 +771,15 @@ int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 			err = dirty_cut(inode, s, (u64)-1);
 			continue;
 		}
-		if (s == 0 && inline_ok(mnt, inode, e))
+		if (need_compress(mnt, inode))
+			err = compress_range(mnt, inode, s, e);
+		else if (s == 0 && inline_ok(mnt, inode, e))
 			err = write_inline(mnt, inode);
 		else
 			err = write_back_range(mnt, inode, s, e);
 		if (!err)
 			err = dirty_cut(inode, s, e);
+		mnt->reserved_bound = mnt->reserved_bound > e - s ? mnt->reserved_bound - (e - s) : 0;
 		if (!err)
 			err = advance_disk_i_size(mnt, inode, e);
 		if (!err) {
@@ -652,6 +866,8 @@ int tlog_write(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 le
 		return 0;
 	end = off + len;
 	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err && !(inode_flags(inode) & BTRFS_INODE_NODATACOW))
+		err = reserve_data_space(mnt, sector_up(mnt, end) - sector_down(mnt, off));
 	if (!err)
 		err = tlog_inode_kill_privs(mnt, inode);
 	if (err)
@@ -785,6 +1001,34 @@ static int prealloc_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 
 }
 
 /* fallocate mode 0 / KEEP_SIZE: preallocate the holes of the range (btrfs_fallocate). */
+/* The bytes of [start, end) no extent maps (what fallocate must allocate). */
+static int hole_bytes(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end,
+		      u64 *ret)
+{
+	struct tlog_file_extent *v;
+	u64 pos = start, holes = 0;
+	size_t nr;
+	int err = collect_extents(mnt, inode, start, end, &v, &nr);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i <= nr; i++) {
+		u64 next = i < nr ? (v[i].start > start ? v[i].start : start) : end;
+
+		if (i < nr && tlog_extent_is_hole(&v[i]))
+			continue;
+		if (next > end)
+			next = end;
+		if (next > pos)
+			holes += next - pos;
+		if (i < nr && sector_up(mnt, v[i].end) > pos)
+			pos = sector_up(mnt, v[i].end);
+	}
+	free(v);
+	*ret = holes;
+	return 0;
+}
+
 static int allocate_range(struct tlog_mount *mnt, struct tlog_inode *inode, bool keep,
 			  u64 off, u64 len)
 {
@@ -792,8 +1036,15 @@ static int allocate_range(struct tlog_mount *mnt, struct tlog_inode *inode, bool
 	u64 pos = start;
 	struct tlog_file_extent *v;
 	size_t nr;
-	int err = 0;
+	u64 need;
+	int err = hole_bytes(mnt, inode, start, end, &need);
 
+	/* the whole range is reserved before anything changes, as btrfs_fallocate does */
+	if (!err && need)
+		err = reserve_data_space(mnt, need);
+	if (err)
+		return err;
+	mnt->reserved_bound -= need;	/* taken now, not at writeback */
 	if (start > old)
 		err = cont_expand(mnt, inode, old, start);
 	else if (off + len > old)
@@ -864,11 +1115,14 @@ static int skip_leading_hole(struct tlog_mount *mnt, struct tlog_inode *inode, u
 /*
  * FALLOC_FL_PUNCH_HOLE | KEEP_SIZE (btrfs_punch_hole).  Returns 1 when
  * nothing changed (the range past EOF or a hole already): then not even
- * the times change.
+ * the times change.  Partial blocks are zeroed only where they hold
+ * something: a hole at the start of the range, or at the start of its
+ * partial last block, is skipped.
  */
 static int punch_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len)
 {
-	u64 size = i_size(inode), ino_size = sector_up(mnt, size), end, lockstart, lockend;
+	u64 size = i_size(inode), ino_size = sector_up(mnt, size), orig = off;
+	u64 lockstart, lockend, tail_start, tail_len;
 	int err;
 
 	err = tlog_writeback_range(mnt, inode, off, off + len);
@@ -878,17 +1132,40 @@ static int punch_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off
 		return 1;
 	err = skip_leading_hole(mnt, inode, &off, &len);
 	if (err)
-		return err;
-	end = off + len;
+		return err;		/* 1: all of it is a hole already */
 	lockstart = sector_up(mnt, off);
-	lockend = sector_down(mnt, end);
-	if (sector_down(mnt, off) == sector_down(mnt, end - 1) && len < mnt->fs->sectorsize)
-		return truncate_block(mnt, inode, off, end);	/* inside one block: zeroed there */
+	lockend = sector_down(mnt, off + len);	/* exclusive */
+	if (sector_down(mnt, off) == sector_down(mnt, off + len - 1) && len < mnt->fs->sectorsize)
+		return truncate_block(mnt, inode, off, off + len);	/* inside one block */
 	err = truncate_block(mnt, inode, off, 0);
-	if (!err && end != lockend && end < ino_size)
-		err = truncate_block(mnt, inode, lockend, end);
-	if (err || lockend <= lockstart)
+	if (err)
 		return err;
+	if (off == orig && lockstart < off + len) {
+		/* the whole blocks after the first may be a hole already */
+		u64 rest = off + len - lockstart, start = lockstart;
+
+		err = skip_leading_hole(mnt, inode, &start, &rest);
+		if (err < 0)
+			return err;
+		if (err)
+			return 0;	/* the head block was zeroed: that is all */
+		lockstart = start;
+	}
+	tail_start = lockend;
+	tail_len = off + len - tail_start;
+	if (tail_len) {
+		u64 ts = tail_start, tl = tail_len;
+
+		err = skip_leading_hole(mnt, inode, &ts, &tl);
+		if (err < 0)
+			return err;
+		if (!err && ts == tail_start && tail_start + tail_len < ino_size)
+			err = truncate_block(mnt, inode, tail_start, tail_start + tail_len);
+		if (err < 0)
+			return err;
+	}
+	if (lockend <= lockstart)
+		return 0;
 	/* not clamped to EOF: preallocation past it goes too */
 	err = drop_extents(mnt, inode, lockstart, lockend);
 	if (!err && !no_holes(mnt) && lockstart < ino_size)
@@ -923,5 +1200,247 @@ int tlog_fallocate(struct tlog_mount *mnt, struct tlog_inode *inode, unsigned in
 		return err < 0 ? err : 0;
 	inode->full_sync = true;
 	data_changed(mnt, inode);
+	return 0;
+}
+
+/* ---- reflink (FICLONE, FICLONERANGE) ---- */
+
+/* A copy of the item @e, for [@file_off, +@num) of @inode, @offset into the extent. */
+static int insert_extent_ref(struct tlog_mount *mnt, struct tlog_inode *inode, u64 file_off,
+			     const struct tlog_file_extent *e, u64 offset, u64 num)
+{
+	struct btrfs_file_extent_item fi;
+	struct btrfs_key key = { inode->ino, BTRFS_EXTENT_DATA_KEY, file_off };
+	int err;
+
+	memset(&fi, 0, sizeof(fi));
+	btrfs_set_file_extent_item_generation(&fi, mnt->trans->transid);
+	btrfs_set_file_extent_item_ram_bytes(&fi, e->ram_bytes);
+	btrfs_set_file_extent_item_compression(&fi, e->compression);
+	btrfs_set_file_extent_item_type(&fi, e->type);
+	btrfs_set_file_extent_item_disk_bytenr(&fi, e->disk_bytenr);
+	btrfs_set_file_extent_item_disk_num_bytes(&fi, e->disk_num_bytes);
+	btrfs_set_file_extent_item_offset(&fi, offset);
+	btrfs_set_file_extent_item_num_bytes(&fi, num);
+	err = btrfs_add_data_ref(mnt->trans, e->disk_bytenr, e->disk_num_bytes,
+				 inode->root->root_key.objectid, inode->ino, file_off - offset);
+	if (!err)
+		err = btrfs_insert_item(mnt->trans, inode->root, &key, &fi, sizeof(fi));
+	if (!err)
+		add_nbytes(inode, (s64)num);
+	return err;
+}
+
+/*
+ * An inline extent cloned elsewhere than the start of a file that has no
+ * other data (clone_copy_inline_extent): its bytes are copied into the
+ * destination's page cache, as runs of equal bytes.
+ */
+static int copy_inline_to_cache(struct tlog_mount *mnt, struct tlog_inode *src,
+				struct tlog_inode *dst, u64 src_off, u64 dst_off, u64 len)
+{
+	u8 *buf = malloc(len ? len : 1);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	err = read_old_data(mnt, src, i_size(src), buf, src_off, len);
+	for (u64 i = 0; !err && i < len;) {
+		u64 j = i + 1;
+
+		while (j < len && buf[j] == buf[i])
+			j++;
+		err = dirty_set(mnt, dst, dst_off + i, dst_off + j, buf[i]);
+		i = j;
+	}
+	free(buf);
+	return err;
+}
+
+/* Whether @dst can take @e's inline item as it is: at 0, no data of its own past it. */
+static int can_copy_inline_item(struct tlog_mount *mnt, struct tlog_inode *dst, u64 dst_off,
+				const struct tlog_file_extent *e, bool *ret)
+{
+	struct tlog_file_extent *v;
+	size_t nr;
+	int err;
+
+	*ret = false;
+	if (dst_off != 0 || i_size(dst) > e->ram_bytes)
+		return 0;
+	err = collect_extents(mnt, dst, mnt->fs->sectorsize, (u64)-1, &v, &nr);
+	if (err)
+		return err;
+	*ret = nr == 0;
+	free(v);
+	return 0;
+}
+
+static int clone_inline(struct tlog_mount *mnt, struct tlog_inode *src, struct tlog_inode *dst,
+			const struct tlog_file_extent *e, u64 dst_off)
+{
+	struct btrfs_key key = { src->ino, BTRFS_EXTENT_DATA_KEY, 0 };
+	struct btrfs_path path;
+	bool copy;
+	int err = can_copy_inline_item(mnt, dst, dst_off, e, &copy);
+
+	if (err)
+		return err;
+	if (!copy)
+		return copy_inline_to_cache(mnt, src, dst, 0, dst_off, e->ram_bytes);
+	err = drop_extents(mnt, dst, 0, mnt->fs->sectorsize);
+	btrfs_init_path(&path);
+	if (!err)
+		err = btrfs_search_slot(src->root, &key, &path);
+	if (err > 0)
+		err = -EUCLEAN;
+	if (!err) {
+		u32 size = btrfs_item_size(path.nodes[0], path.slots[0]);
+		u8 *buf = malloc(size);
+
+		if (!buf) {
+			err = -ENOMEM;
+		} else {
+			memcpy(buf, btrfs_item_ptr(path.nodes[0], path.slots[0]), size);
+			btrfs_release_path(&path);
+			btrfs_set_file_extent_item_generation((void *)buf, mnt->trans->transid);
+			key.objectid = dst->ino;
+			err = btrfs_insert_item(mnt->trans, dst->root, &key, buf, size);
+			free(buf);
+			if (!err)
+				add_nbytes(dst, (s64)e->ram_bytes);
+		}
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
+/* The clone itself: every item of [off, off + len) of @src, referenced at @dst_off of @dst. */
+static int clone_extents(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 len,
+			 struct tlog_inode *dst, u64 dst_off)
+{
+	u64 end = off + len, pos = dst_off;
+	struct tlog_file_extent *v;
+	size_t nr;
+	int err = collect_extents(mnt, src, off, end, &v, &nr);
+
+	if (err)
+		return err;
+	if (!err)
+		err = drop_extents(mnt, dst, dst_off, dst_off + len);
+	for (size_t i = 0; !err && i < nr; i++) {
+		const struct tlog_file_extent *e = &v[i];
+		u64 s = e->start > off ? e->start : off, t = e->end < end ? e->end : end;
+		u64 at = dst_off + (s - off);
+
+		if (e->type == BTRFS_FILE_EXTENT_INLINE) {
+			err = clone_inline(mnt, src, dst, e, at);
+			pos = sector_up(mnt, at + e->ram_bytes);
+			continue;
+		}
+		if (s >= t)
+			continue;
+		if (!no_holes(mnt) && at > pos)
+			err = insert_file_extent(mnt, dst, pos, BTRFS_FILE_EXTENT_REG, 0, 0, 0,
+						 at - pos, at - pos);
+		if (!err && e->disk_bytenr)
+			err = insert_extent_ref(mnt, dst, at, e, e->offset + (s - e->start), t - s);
+		else if (!err && !no_holes(mnt))
+			err = insert_file_extent(mnt, dst, at, BTRFS_FILE_EXTENT_REG, 0, 0, 0, t - s,
+						 t - s);
+		pos = at + (t - s);
+	}
+	if (!err && !no_holes(mnt) && pos < dst_off + len)
+		err = insert_file_extent(mnt, dst, pos, BTRFS_FILE_EXTENT_REG, 0, 0, 0,
+					 dst_off + len - pos, dst_off + len - pos);
+	free(v);
+	return err;
+}
+
+/*
+ * btrfs_remap_file_range_prep: after the first refusals, both ranges are
+ * written back - before generic_remap_checks, so even a clone those
+ * refuse has flushed them.
+ */
+static int prepare_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 len,
+			 struct tlog_inode *dst, u64 dst_off)
+{
+	u64 bs = mnt->fs->sectorsize, wb_len;
+	int err = check_regular(src);
+
+	if (!err)
+		err = check_regular(dst);
+	if (err)
+		return err;
+	if (src->root->fs != dst->root->fs)
+		return -EXDEV;
+	if ((inode_flags(src) ^ inode_flags(dst)) & BTRFS_INODE_NODATASUM)
+		return -EINVAL;
+	if (off % bs || dst_off % bs)
+		return -EINVAL;
+	wb_len = len ? sector_up(mnt, len) : sector_up(mnt, i_size(src)) - (off < i_size(src) ?
+							  sector_down(mnt, off) : 0);
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err && wb_len)
+		err = tlog_writeback_range(mnt, src, off, off + wb_len);
+	if (!err && wb_len)
+		err = tlog_writeback_range(mnt, dst, dst_off, dst_off + wb_len);
+	return err;
+}
+
+/* generic_remap_checks: the clone's other refusals. */
+static int check_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 *len,
+		       struct tlog_inode *dst, u64 dst_off, u64 *alen)
+{
+	u64 bs = mnt->fs->sectorsize, size = i_size(src);
+
+	if (*len == 0)
+		*len = off < size ? size - off : 0;
+	if (off > size || *len > size - off || off % bs || dst_off % bs)
+		return -EINVAL;
+	if (*len > MAX_LFS_FILESIZE - dst_off)
+		return -EFBIG;
+	*alen = *len;
+	if (*len % bs) {
+		/*
+		 * An unaligned length only up to the end of the source, and
+		 * its partial last block never into the middle of the
+		 * destination: the bytes past the source's EOF would show.
+		 */
+		if (off + *len != size || dst_off + *len < i_size(dst))
+			return -EINVAL;
+		*alen = sector_up(mnt, size) - off;
+	}
+	if (src == dst && off < dst_off + *alen && dst_off < off + *alen)
+		return -EINVAL;
+	return 0;
+}
+
+int tlog_clone_range(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 len,
+		     struct tlog_inode *dst, u64 dst_off)
+{
+	u64 alen, end;
+	int err = prepare_clone(mnt, src, off, len, dst, dst_off);
+
+	if (!err)
+		err = check_clone(mnt, src, off, &len, dst, dst_off, &alen);
+	if (err || len == 0)
+		return err;
+	/* the destination's page cache over the range is replaced */
+	err = dirty_cut(dst, dst_off, dst_off + alen);
+	if (!err && dst_off > i_size(dst))
+		err = cont_expand(mnt, dst, i_size(dst), dst_off);
+	if (!err)
+		err = clone_extents(mnt, src, off, alen, dst, dst_off);
+	if (err)
+		return err;
+	end = dst_off + len;
+	if (end > i_size(dst)) {
+		btrfs_set_inode_item_size(&dst->item, end);
+		dst->disk_i_size = end;
+	}
+	dst->last_reflink_trans = mnt->trans->transid;
+	dst->full_sync = true;
+	data_changed(mnt, dst);
 	return 0;
 }

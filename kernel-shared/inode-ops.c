@@ -75,6 +75,72 @@ void tlog_mount_close(struct tlog_mount *mnt)
 	free(mnt);
 }
 
+static int parse_compress(struct tlog_mount *mnt, const char *v, bool force)
+{
+	static const char *const names[] = { "zlib", "lzo", "zstd" };
+	const char *colon = strchr(v, ':');
+	size_t n = colon ? (size_t)(colon - v) : strlen(v);
+	int max_level[] = { 9, 0, 15 };
+
+	for (int i = 0; i < 3; i++) {
+		if (strlen(names[i]) != n || strncmp(v, names[i], n))
+			continue;
+		mnt->compress_type = BTRFS_COMPRESS_ZLIB + i;
+		mnt->compress_force = force;
+		mnt->compress_level = 0;
+		if (colon) {
+			char *end;
+			long level = strtol(colon + 1, &end, 10);
+
+			if (*end || level < 1 || level > max_level[i])
+				return tlog_error(-EINVAL, "bad compression level '%s'", colon + 1);
+			mnt->compress_level = (int)level;
+		}
+		/* the kernel marks the filesystem at mount, before anything is compressed */
+		if (mnt->compress_type == BTRFS_COMPRESS_LZO)
+			mnt->fs->incompat |= BTRFS_FEATURE_INCOMPAT_COMPRESS_LZO;
+		if (mnt->compress_type == BTRFS_COMPRESS_ZSTD)
+			mnt->fs->incompat |= BTRFS_FEATURE_INCOMPAT_COMPRESS_ZSTD;
+		btrfs_set_super_block_incompat_flags(&mnt->fs->super, mnt->fs->incompat);
+		return 0;
+	}
+	if (n == 2 && strncmp(v, "no", 2) == 0 && !colon) {
+		mnt->compress_type = 0;
+		return 0;
+	}
+	return tlog_error(-EINVAL, "unknown compression '%s' (zlib, lzo, zstd or no)", v);
+}
+
+int tlog_mount_set_options(struct tlog_mount *mnt, const char *options)
+{
+	char *copy = strdup(options), *save = NULL, *opt;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (opt = strtok_r(copy, ",", &save); !err && opt; opt = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(opt, '=');
+
+		if (eq)
+			*eq++ = '\0';
+		if (strcmp(opt, "compress") == 0 || strcmp(opt, "compress-force") == 0) {
+			err = parse_compress(mnt, eq ? eq : "zlib", opt[8] == '-');
+		} else if (strcmp(opt, "max_inline") == 0 && eq) {
+			char *end;
+			unsigned long long v = strtoull(eq, &end, 10);
+
+			if (*end || !*eq)
+				err = tlog_error(-EINVAL, "bad max_inline '%s'", eq);
+			/* the kernel caps it at a sector */
+			mnt->max_inline = v > mnt->fs->sectorsize ? mnt->fs->sectorsize : v;
+		} else {
+			err = tlog_error(-EINVAL, "unknown mount option '%s'", opt);
+		}
+	}
+	free(copy);
+	return err;
+}
+
 void tlog_mount_tick(struct tlog_mount *mnt)
 {
 	struct timespec ts;
@@ -288,6 +354,11 @@ int tlog_commit(struct tlog_mount *mnt)
 
 int tlog_sync(struct tlog_mount *mnt)
 {
+	return tlog_sync_root(mnt, NULL);
+}
+
+int tlog_sync_root(struct tlog_mount *mnt, struct btrfs_root *root)
+{
 	struct list_head *pos = mnt->dirty_inodes.next;
 
 	while (pos != &mnt->dirty_inodes) {
@@ -295,7 +366,7 @@ int tlog_sync(struct tlog_mount *mnt)
 		int err;
 
 		pos = pos->next;
-		if (inode->nr_dirty && !inode->evicted) {
+		if (inode->nr_dirty && !inode->evicted && (!root || inode->root == root)) {
 			err = tlog_writeback_inode(mnt, inode);
 			if (err)
 				return err;
@@ -329,7 +400,7 @@ static void touch_ctime(struct tlog_mount *mnt, struct tlog_inode *inode)
 }
 
 /* A name came or went in @dir: mtime and ctime, i_version, and @delta of i_size. */
-static void dir_changed(struct tlog_mount *mnt, struct tlog_inode *dir, s64 delta)
+void tlog_dir_changed(struct tlog_mount *mnt, struct tlog_inode *dir, s64 delta)
 {
 	u64 size = btrfs_inode_item_size(&dir->item);
 
@@ -354,7 +425,7 @@ static bool fs_has_incompat(const struct tlog_mount *mnt, u64 bit)
  * the mount first needed one (btrfs_init_root_free_objectid), counting
  * up from there.
  */
-static int next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret)
+int tlog_next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret)
 {
 	u64 id = root->root_key.objectid;
 	int i;
@@ -397,7 +468,7 @@ static int next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *r
  * first use to one past its highest DIR_INDEX (2 when it has none: 0 and
  * 1 stand for "." and ".."), as btrfs_set_inode_index_count() does.
  */
-static int next_dir_index(struct tlog_inode *dir, u64 *ret)
+int tlog_dir_next_index(struct tlog_inode *dir, u64 *ret)
 {
 	if (!dir->index_cnt) {
 		struct btrfs_key key = { dir->ino, BTRFS_DIR_INDEX_KEY, (u64)-1 };
@@ -654,7 +725,7 @@ static int add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_
 		err = btrfs_add_dir_entries(mnt->trans, dir->root, dir->ino, name, len, &loc,
 					    btrfs_mode_to_ftype(tlog_inode_mode(inode)), index);
 	if (!err)
-		dir_changed(mnt, dir, 2 * (s64)len);
+		tlog_dir_changed(mnt, dir, 2 * (s64)len);
 	return err;
 }
 
@@ -679,7 +750,7 @@ static int remove_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tl
 		err = btrfs_remove_dir_entries(mnt->trans, dir->root, dir->ino, name, len, idx);
 	if (err)
 		return err;
-	dir_changed(mnt, dir, -2 * (s64)len);
+	tlog_dir_changed(mnt, dir, -2 * (s64)len);
 	dir->last_unlink_trans = mnt->trans->transid;
 	if (index)
 		*index = idx;
@@ -784,7 +855,7 @@ static int insert_new_inode(struct tlog_mount *mnt, struct tlog_inode *dir, cons
 }
 
 /* What every operation that adds a name to @dir checks first (may_create). */
-static int may_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len)
+int tlog_may_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len)
 {
 	struct tlog_dir_entry de;
 	int err;
@@ -816,7 +887,7 @@ int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	u64 ino = 0, index = 0;
 	int err;
 
-	err = may_create(mnt, dir, name, len);
+	err = tlog_may_create(mnt, dir, name, len);
 	if (err)
 		return err;
 	if (S_ISLNK(mode)) {
@@ -827,9 +898,9 @@ int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	}
 	err = tlog_mount_trans(mnt, &mnt->trans);
 	if (!err)
-		err = next_objectid(mnt, dir->root, &ino);
+		err = tlog_next_objectid(mnt, dir->root, &ino);
 	if (!err)
-		err = next_dir_index(dir, &index);
+		err = tlog_dir_next_index(dir, &index);
 	if (!err)
 		err = insert_new_inode(mnt, dir, name, len, mode, rdev, ino, index, &ii);
 	if (err)
@@ -862,7 +933,7 @@ int tlog_link(struct tlog_mount *mnt, struct tlog_inode *inode, struct tlog_inod
 	u64 index;
 	int err;
 
-	err = may_create(mnt, dir, name, len);
+	err = tlog_may_create(mnt, dir, name, len);
 	if (err)
 		return err;
 	if (is_dir(inode))
@@ -875,7 +946,7 @@ int tlog_link(struct tlog_mount *mnt, struct tlog_inode *inode, struct tlog_inod
 		return -EMLINK;
 	err = tlog_mount_trans(mnt, &mnt->trans);
 	if (!err)
-		err = next_dir_index(dir, &index);
+		err = tlog_dir_next_index(dir, &index);
 	if (err)
 		return err;
 	/* the refusal of a full ref item comes before anything changed */
@@ -919,10 +990,15 @@ int tlog_unlink(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 		err = -ENOTDIR;
 	else if (!rmdir && is_dir(inode))
 		err = -EISDIR;
-	else if (inode->root != dir->root || is_subvol_root(inode))
-		err = -EPERM;		/* subvolumes are deleted with their own command */
 	else if (rmdir && !dir_is_empty(inode))
 		err = -ENOTEMPTY;
+	else if (inode->root != dir->root && is_subvol_root(inode)) {
+		/* rmdir of an empty subvolume deletes it */
+		err = tlog_delete_subvol(mnt, dir, name, len, inode);
+		tlog_iput(mnt, inode);
+		return err;
+	} else if (inode->root != dir->root || is_subvol_root(inode))
+		err = -EPERM;
 	if (!err)
 		err = tlog_mount_trans(mnt, &mnt->trans);
 	if (!err)
@@ -1045,9 +1121,9 @@ static int rename_exchange(struct tlog_mount *mnt, struct tlog_inode *odir, stru
 	u64 old_idx, new_idx;
 	int err;
 
-	err = next_dir_index(ndir, &old_idx);
+	err = tlog_dir_next_index(ndir, &old_idx);
 	if (!err)
-		err = next_dir_index(odir, &new_idx);
+		err = tlog_dir_next_index(odir, &new_idx);
 	if (!err)
 		err = remove_link(mnt, odir, old, oname, olen, NULL);
 	if (!err)
@@ -1152,7 +1228,7 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 			goto out;
 	}
 	/* btrfs_rename: the index first, then the old name out, the target out, the new name in */
-	err = next_dir_index(ndir, &index);
+	err = tlog_dir_next_index(ndir, &index);
 	if (!err)
 		err = remove_link(mnt, odir, old, oname, olen, NULL);
 	if (!err)

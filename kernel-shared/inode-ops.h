@@ -98,6 +98,15 @@ struct tlog_mount {
 	} objectids[16];
 	int nr_objectids;
 	u64 max_inline;			/* bytes; the kernel's default, 2048 */
+	u8 compress_type;		/* -o compress=: BTRFS_COMPRESS_*, 0 for none */
+	int compress_level;		/* 0: the algorithm's default */
+	bool compress_force;		/* -o compress-force= */
+	/*
+	 * Data space the dirty data will need at writeback, at most (the
+	 * kernel's data reservation, bytes_may_use): recomputed exactly only
+	 * when space runs short.
+	 */
+	u64 reserved_bound;
 	struct tlog_mount_stats stats;
 };
 
@@ -107,6 +116,12 @@ struct tlog_mount {
 int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret);
 /* Forget everything not committed (a power cut) and free the mount. */
 void tlog_mount_close(struct tlog_mount *mnt);
+/*
+ * Mount options that change what is written: compress=ALGO[:LEVEL],
+ * compress-force=ALGO[:LEVEL], max_inline=BYTES, comma-separated.
+ * -EINVAL with a reason for anything else.
+ */
+int tlog_mount_set_options(struct tlog_mount *mnt, const char *options);
 /* Use the clock for the next operation's times (a no-op with a fixed clock). */
 void tlog_mount_tick(struct tlog_mount *mnt);
 /* Times never advance from @sec (SOURCE_DATE_EPOCH). */
@@ -116,6 +131,8 @@ void tlog_mount_set_fixed_time(struct tlog_mount *mnt, u64 sec);
  * commit the transaction.  Nothing to commit is not an error.
  */
 int tlog_sync(struct tlog_mount *mnt);
+/* Write back the dirty data of @root's inodes, then commit (a snapshot's flush). */
+int tlog_sync_root(struct tlog_mount *mnt, struct btrfs_root *root);
 /*
  * Commit the running transaction without writing back dirty data (the
  * commit an fsync falls back to, after flushing its own inode).
@@ -154,6 +171,17 @@ int tlog_lookup_path(struct tlog_mount *mnt, const char *path, struct tlog_inode
 int tlog_lookup_parent(struct tlog_mount *mnt, const char *path, struct tlog_inode **dir,
 		       const char **name, u16 *len);
 
+/* ---- building blocks for the other operations (inode-ops.c) ---- */
+
+/* The next inode (or, in the root tree, subvolume) number of @root. */
+int tlog_next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret);
+/* The index the next name of directory @dir gets. */
+int tlog_dir_next_index(struct tlog_inode *dir, u64 *ret);
+/* A name came or went in @dir: @delta of i_size, mtime, ctime, i_version. */
+void tlog_dir_changed(struct tlog_mount *mnt, struct tlog_inode *dir, s64 delta);
+/* What adding @name to @dir meets first: ENOTDIR, EEXIST, ENAMETOOLONG, ENOENT... */
+int tlog_may_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len);
+
 /* ---- namespace operations (inode-ops.c) ---- */
 
 /*
@@ -173,6 +201,24 @@ int tlog_unlink(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 #define TLOG_RENAME_EXCHANGE	(1U << 1)
 int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *oname, u16 olen,
 		struct tlog_inode *ndir, const char *nname, u16 nlen, unsigned int flags);
+
+/* ---- subvolumes (subvolume.c) ---- */
+
+/* BTRFS_IOC_SUBVOL_CREATE: an empty subvolume called @name in @dir. */
+int tlog_create_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len);
+/*
+ * rmdir of @subvol, the root directory of an empty subvolume named @name
+ * in @dir (btrfs_delete_subvolume): its name and root refs go, its root
+ * item gets no references and an orphan item, for the cleaner.
+ */
+int tlog_delete_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		       struct tlog_inode *subvol);
+/*
+ * BTRFS_IOC_SNAP_CREATE: a writable snapshot of the subvolume whose root
+ * directory is @src, called @name in @dir.  Commits, as the kernel does.
+ */
+int tlog_create_snapshot(struct tlog_mount *mnt, struct tlog_inode *src, struct tlog_inode *dir,
+			 const char *name, u16 len);
 
 /* ---- attributes and xattrs (inode-ops.c) ---- */
 
@@ -198,6 +244,12 @@ int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size);
 #define TLOG_FALLOC_PUNCH_HOLE	(1U << 1)
 int tlog_fallocate(struct tlog_mount *mnt, struct tlog_inode *inode, unsigned int mode,
 		   u64 off, u64 len);
+/*
+ * FICLONERANGE: [@off, @off + @len) of @src (@len 0: to its end) shared
+ * into @dst at @dst_off, as btrfs_clone_files does.
+ */
+int tlog_clone_range(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 len,
+		     struct tlog_inode *dst, u64 dst_off);
 /* Write back the dirty data of @inode in [start, end) (end (u64)-1: all). */
 int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end);
 static inline int tlog_writeback_inode(struct tlog_mount *mnt, struct tlog_inode *inode)
