@@ -28,12 +28,14 @@
 #include <criterion/criterion.h>
 
 #include "csum.h"
+#include "block-group.h"
 #include "dir-item.h"
 #include "errctx.h"
 #include "file.h"
 #include "inode-ops.h"
 #include "inode.h"
 #include "mem-fs.h"
+#include "print-tree.h"
 #include "tree-checker.h"
 
 #define ROOT_INO	BTRFS_FIRST_FREE_OBJECTID
@@ -642,6 +644,22 @@ static void check_items(struct tlog_fs *fs, struct btrfs_root *root, struct mode
 	cr_assert_eq(iter.ret, 1, "%s: %s", where, tlog_error_get());
 }
 
+static void dump_fst(struct tlog_fs *fs)
+{
+	struct tlog_block_groups bgs = { 0 };
+	struct btrfs_key min = { 0, 0, 0 }, max = { (u64)-1, (u8)-1, (u64)-1 };
+	struct btrfs_tree_iter iter;
+
+	cr_assert_eq(btrfs_load_block_groups(fs, &bgs), 0);
+	for (size_t i = 0; i < bgs.nr; i++)
+		fprintf(stderr, "group [%llu, +%llu) flags %llx\n", (unsigned long long)bgs.v[i].start,
+			(unsigned long long)bgs.v[i].length, (unsigned long long)bgs.v[i].flags);
+	btrfs_for_each_item(memfs_root(fs, BTRFS_FREE_SPACE_TREE_OBJECTID), &iter, &min, &max)
+		fprintf(stderr, "  fst (%llu %u %llu)\n", (unsigned long long)iter.key.objectid,
+			iter.key.type, (unsigned long long)iter.key.offset);
+	btrfs_free_block_groups(&bgs);
+}
+
 /* The whole tree against the model: see the top of the file. */
 static void check_fs(struct tlog_fs *fs, struct model *m, const char *where)
 {
@@ -726,6 +744,20 @@ static void check_fs(struct tlog_fs *fs, struct model *m, const char *where)
 	}
 	free(d);
 	check_items(fs, root, m, where);
+	/* the other trees the operations change */
+	{
+		static const u64 trees[] = { BTRFS_ROOT_TREE_OBJECTID, BTRFS_EXTENT_TREE_OBJECTID,
+					     BTRFS_CSUM_TREE_OBJECTID,
+					     BTRFS_FREE_SPACE_TREE_OBJECTID };
+
+		for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++)
+			cr_assert_eq(btrfs_check_tree_structure(memfs_root(fs, trees[i]), &nr_items,
+								&nr_blocks), 0,
+				     "%s: tree %llu: %s", where, (unsigned long long)trees[i],
+				     tlog_error_get());
+	}
+	if (getenv("INODE_OPS_DUMP"))
+		dump_fst(fs);
 	memfs_check_free_space_tree(fs);
 }
 
@@ -1303,9 +1335,24 @@ static int random_op(struct ctx *c, struct model *m, u64 *s, struct op_stats *st
 			tlog_iput(c->mnt, in[i]);
 		return got;
 	}
-	if (getenv("INODE_OPS_TRACE"))
+	if (getenv("INODE_OPS_TRACE")) {
+		u64 nr_items, nr_blocks;
+
 		fprintf(stderr, "%s: %s %s -> %d (model %d)\n", c->where, op_names[op], detail, got,
 			want);
+		/* the tree after every operation, to find the one that broke it */
+		if (btrfs_check_tree_structure(c->root, &nr_items, &nr_blocks) && getenv("INODE_OPS_DUMP"))
+		{
+			struct extent_buffer *eb;
+
+			if (read_tree_block(c->fs, c->root->bytenr, -1, 0, &eb) == 0) {
+				btrfs_print_tree_block(stderr, c->fs, eb);
+				free_extent_buffer(eb);
+			}
+		}
+		cr_assert_eq(btrfs_check_tree_structure(c->root, &nr_items, &nr_blocks), 0,
+			     "%s: after %s %s: %s", c->where, op_names[op], detail, tlog_error_get());
+	}
 	expect(c, (int)op, got, want, detail);
 	if (want) {
 		check_snap(c, &sn, in, 4, (int)op, detail);
@@ -1563,7 +1610,7 @@ Test(inode_ops, fault_at_every_write_of_a_commit, .timeout = 120)
 	memfs_fault_sweep(&fcase, &st);
 	for (int k = 0; k < NR_OPS; k++)
 		applied += fc.st.applied[k];
-	cr_assert_geq(st.writes, 20, "only %llu writes", (unsigned long long)st.writes);
+	cr_assert_geq(st.writes, 10, "only %llu writes", (unsigned long long)st.writes);
 	cr_assert_gt(applied, 0);
 	m_free(&fc.old);
 	m_free(&fc.new);
@@ -2031,6 +2078,107 @@ Test(inode_ops, bug_truncate_after_inline_keeps_extents_past_eof, .disabled = tr
 	for (int i = 0; i < 8192; i++)
 		cr_assert_eq(buf[i], i < 500 ? 0xaa : 0, "byte %d: %#x", i, buf[i]);
 	tlog_file_close(file);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+/*
+ * BUG: a setxattr that replaces an xattr can leave an empty leaf in the
+ * fs tree, its key equal to the next leaf's ("node N: key 3 is not above
+ * key 2" from btrfs_check_tree_structure; "empty leaf below a node" from
+ * the tree iterator; the kernel's tree-checker refuses such a leaf).
+ * insert_xattr() in inode-ops.c searches with
+ * btrfs_search_slot_for_write(ins_len = esize, no item header counted),
+ * which may split the leaf to make room, then releases the path and
+ * inserts with btrfs_insert_item(), whose own search splits again; the
+ * room the first split made stays an empty leaf.  (insert_extref() in
+ * inode-ops.c and append_entry() in dir-item.c have the same pattern;
+ * only the xattr path was seen to break.)
+ *
+ * Eight files, 1031 setxattrs of user.0..user.11 with 1..3000 byte
+ * values (xorshift seed 12345, flags 0), the tree checked after each:
+ * op 1030 (replace user.1 of inode 259, 46 -> 2959 bytes, in a leaf with
+ * 220 bytes free) breaks the node.  Also seeds 314 and 397 of
+ * random_ops_match_the_model.
+ */
+Test(inode_ops, bug_xattr_replace_leaves_an_empty_leaf, .disabled = true)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *f[8];
+	u64 s = 12345;
+	u8 value[3000];
+
+	memset(value, 0x5a, sizeof(value));
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	for (int i = 0; i < 8; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		f[i] = create(&c, root, name, S_IFREG | 0644, NULL);
+	}
+	for (int i = 0; i < 5000; i++) {
+		u64 nr_items, nr_blocks;
+		int fi = (int)(memfs_rng(&s) % 8);
+		u32 len = 1 + memfs_rng(&s) % (memfs_rng(&s) % 2 ? 100 : 3000);
+		char name[32];
+
+		snprintf(name, sizeof(name), "user.%u", memfs_rng(&s) % 12);
+		cr_assert_eq(tlog_setxattr(c.mnt, f[fi], name, value, len, 0), 0, "%s",
+			     tlog_error_get());
+		cr_assert_eq(btrfs_check_tree_structure(c.root, &nr_items, &nr_blocks), 0,
+			     "op %d: setxattr %s of %llu, %u bytes: %s", i, name,
+			     (unsigned long long)f[fi]->ino, len, tlog_error_get());
+		if (i % 500 == 499)
+			cr_assert_eq(tlog_sync(c.mnt), 0);
+	}
+	for (int i = 0; i < 8; i++)
+		tlog_iput(c.mnt, f[i]);
+	tlog_iput(c.mnt, root);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+/*
+ * BUG: freeing an extent that ends where its block group ends merges it,
+ * in the free space tree, with the free run at the start of the next
+ * group: one FREE_SPACE_EXTENT item spans two groups (and the next
+ * group's count is off).  extent_add() in free-space-tree.c looks for the
+ * right neighbour at the freed range's end with find_extent_before(),
+ * which there finds the next group's first item.
+ *
+ * Files a (8 MiB), b (16 MiB), c (4 MiB) written and synced one by one
+ * (b fills the data group at 93323264 exactly, c starts the next one at
+ * 110100480); unlink c, sync; unlink b, sync.  Expected: free extents
+ * (93323264, +16 MiB) and (110100480, +16 MiB).  Got: one item
+ * (93323264 FREE_SPACE_EXTENT 33554432).  Also seed 381 of
+ * random_ops_match_the_model.
+ */
+Test(inode_ops, bug_free_space_merges_across_block_groups, .disabled = true)
+{
+	static const u64 sizes[] = { 8 << 20, 16 << 20, 4 << 20 };
+	static const char *const names[] = { "a", "b", "c" };
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	for (int i = 0; i < 3; i++) {
+		struct tlog_inode *f = create(&c, root, names[i], S_IFREG | 0644, NULL);
+
+		cr_assert_eq(tlog_write(c.mnt, f, 0, sizes[i], (u8)(i + 1)), 0);
+		tlog_iput(c.mnt, f);
+		cr_assert_eq(tlog_sync(c.mnt), 0);
+	}
+	unlink_name(&c, ROOT_INO, "c");
+	cr_assert_eq(tlog_sync(c.mnt), 0);
+	memfs_check_free_space_tree(c.fs);
+	unlink_name(&c, ROOT_INO, "b");
+	cr_assert_eq(tlog_sync(c.mnt), 0);
+	memfs_check_free_space_tree(c.fs);
+	tlog_iput(c.mnt, root);
 	ctx_close(&c);
 	tlog_bdev_close(c.bdev);
 }
