@@ -1429,28 +1429,28 @@ static void reopen(struct ctx *c, struct model *m)
 #define RANDOM_OPS	12000
 #endif
 
-Test(inode_ops, random_ops_match_the_model, .timeout = 120)
+/* @nops random operations on @bdev, synced and checked now and then. */
+static void random_run(struct tlog_bdev *bdev, u64 seed, int nops, const char *name)
 {
 	static struct model m;
-	struct ctx c = { .seed = memfs_seed() };
+	struct ctx c = { .seed = seed, .bdev = bdev };
 	struct op_stats st;
 	char where[96];
 	u64 s = c.seed * 2654435761ULL | 1;
 
 	memset(&st, 0, sizeof(st));
 	m_init(&m);
-	c.bdev = memfs_make();
 	ctx_open(&c);
-	for (int i = 0; i < RANDOM_OPS; i++) {
-		snprintf(where, sizeof(where), "op %d", i);
+	for (int i = 0; i < nops; i++) {
+		snprintf(where, sizeof(where), "%s op %d", name, i);
 		c.where = where;
 		random_op(&c, &m, &s, &st);
-		if (memfs_rng(&s) % 12 == 0 || i == RANDOM_OPS - 1) {
+		if (memfs_rng(&s) % 12 == 0 || i == nops - 1) {
 			cr_assert_eq(tlog_sync(c.mnt), 0, "seed %llu %s: sync: %s",
 				     (unsigned long long)c.seed, where, tlog_error_get());
 			st.syncs++;
 			/* half the time the mount goes on: its counters with it */
-			if (memfs_rng(&s) % 2 || i == RANDOM_OPS - 1) {
+			if (memfs_rng(&s) % 2 || i == nops - 1) {
 				reopen(&c, &m);
 				if (getenv("INODE_OPS_TRACE"))
 					fprintf(stderr, "sync, reopen: next ino %llu\n",
@@ -1458,17 +1458,38 @@ Test(inode_ops, random_ops_match_the_model, .timeout = 120)
 			} else if (getenv("INODE_OPS_TRACE")) {
 				fprintf(stderr, "sync\n");
 			}
-			snprintf(where, sizeof(where), "seed %llu, after op %d",
+			snprintf(where, sizeof(where), "%s: seed %llu, after op %d", name,
 				 (unsigned long long)c.seed, i);
 			check_fs(c.fs, &m, where);
 		}
 	}
 	ctx_close(&c);
-	tlog_bdev_close(c.bdev);
-	report_stats(&st, "random ops");
+	report_stats(&st, name);
 	assert_stats(&st, c.seed);
 	cr_assert_geq(m.nr_in, 10, "only %zu inodes left", m.nr_in);
 	m_free(&m);
+}
+
+Test(inode_ops, random_ops_match_the_model, .timeout = 120)
+{
+	struct tlog_bdev *bdev = memfs_make();
+
+	random_run(bdev, memfs_seed(), RANDOM_OPS, "random ops");
+	tlog_bdev_close(bdev);
+}
+
+/* Small tree blocks (deep trees, many splits and merges), explicit holes. */
+Test(inode_ops, random_ops_4k_nodes_with_holes, .timeout = 120)
+{
+	struct tlog_bdev *bdev = memfs_make_features(4096, BTRFS_FEATURE_INCOMPAT_NO_HOLES,
+						     BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE);
+	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
+
+	cr_assert(!(fs->incompat & BTRFS_FEATURE_INCOMPAT_NO_HOLES));
+	cr_assert_eq(fs->nodesize, 4096);
+	tlog_close(fs);
+	random_run(bdev, memfs_seed() + 1000, RANDOM_OPS / 2, "4k nodes, holes");
+	tlog_bdev_close(bdev);
 }
 
 /* ---- 2. power cuts ---- */
