@@ -2150,9 +2150,11 @@ Test(inode_ops, bug_truncate_after_inline_keeps_extents_past_eof, .disabled = tr
  * btrfs_search_slot_for_write(ins_len = esize, no item header counted),
  * which may split the leaf to make room, then releases the path and
  * inserts with btrfs_insert_item(), whose own search splits again; the
- * room the first split made stays an empty leaf.  (insert_extref() in
- * inode-ops.c and append_entry() in dir-item.c have the same pattern;
- * only the xattr path was seen to break.)
+ * room the first split made stays an empty leaf.  insert_extref() in
+ * inode-ops.c, append_entry() in dir-item.c (DIR_ITEM) and subvolume.c's
+ * UUID item have the same pattern: a link broke the tree the same way in
+ * random_ops_4k_nodes_with_holes with TLOG_TEST_SEED=163 (op 5255, with
+ * INODE_OPS_TRACE=1 to see it at the operation).
  *
  * Eight files, 1031 setxattrs of user.0..user.11 with 1..3000 byte
  * values (xorshift seed 12345, flags 0), the tree checked after each:
