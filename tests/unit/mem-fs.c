@@ -31,6 +31,11 @@ struct tlog_bdev *memfs_make(void)
 
 struct tlog_bdev *memfs_make_nodesize(u32 nodesize)
 {
+	return memfs_make_features(nodesize, 0, 0);
+}
+
+struct tlog_bdev *memfs_make_features(u32 nodesize, u64 clear_incompat, u64 clear_compat_ro)
+{
 	struct tlog_mkfs_result res;
 	struct tlog_mkfs_cfg cfg;
 	struct tlog_bdev *bdev;
@@ -39,6 +44,8 @@ struct tlog_bdev *memfs_make_nodesize(u32 nodesize)
 	tlog_mkfs_default_cfg(&cfg);
 	if (nodesize)
 		cfg.nodesize = nodesize;
+	cfg.incompat_flags &= ~clear_incompat;
+	cfg.compat_ro_flags &= ~clear_compat_ro;
 	cfg.fsid_set = true;
 	memset(cfg.fsid, 0x42, sizeof(cfg.fsid));
 	cr_assert_eq(tlog_mkfs(bdev, &cfg, &res), 0, "mkfs: %s", tlog_error_get());

@@ -30,6 +30,8 @@ u64 memfs_seed(void);
 struct tlog_bdev *memfs_make(void);
 /* The same with tree blocks of @nodesize bytes (0: the default). */
 struct tlog_bdev *memfs_make_nodesize(u32 nodesize);
+/* The same without the incompat and compat_ro feature bits given. */
+struct tlog_bdev *memfs_make_features(u32 nodesize, u64 clear_incompat, u64 clear_compat_ro);
 /* Open @bdev writable; @fault_mode 0 for none.  Asserts success. */
 struct tlog_fs *memfs_open(struct tlog_bdev *bdev, int fault_mode, u64 fault_nth);
 /* The same, returning the error instead of asserting. */
