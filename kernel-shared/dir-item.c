@@ -132,7 +132,12 @@ static u32 fill_dir_item(u8 *buf, const char *name, u16 len,
 	return sizeof(*di) + len;
 }
 
-/* Append an entry to the item at @key, creating it if needed. */
+/*
+ * Append an entry to the item at @key, creating it if needed.  Whether it
+ * exists is asked read-only first: a search that makes room for a key
+ * that is not there may leave an empty leaf behind if nothing is then
+ * inserted at its slot.
+ */
 static int append_entry(struct tlog_trans *trans, struct btrfs_root *root,
 			const struct btrfs_key *key, const u8 *entry, u32 len,
 			const char *name, u16 name_len)
@@ -142,11 +147,16 @@ static int append_entry(struct tlog_trans *trans, struct btrfs_root *root,
 	int ret;
 
 	btrfs_init_path(&path);
-	ret = btrfs_search_slot_for_write(trans, root, key, &path, (int)len);
-	if (ret > 0) {
-		btrfs_release_path(&path);
+	ret = btrfs_search_slot(root, key, &path);
+	btrfs_release_path(&path);
+	if (ret > 0)
 		return btrfs_insert_item(trans, root, key, entry, len);
-	}
+	if (ret == 0)
+		ret = btrfs_search_slot_for_write(trans, root, key, &path, (int)len);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "item (%llu %u %llu) vanished",
+				 (unsigned long long)key->objectid, key->type,
+				 (unsigned long long)key->offset);
 	if (ret == 0 && name) {
 		ret = find_dir_entry(path.nodes[0], path.slots[0], name, name_len, &off, &elen);
 		ret = ret == -ENOENT ? 0 : ret ? ret : 1;
@@ -163,6 +173,12 @@ static int append_entry(struct tlog_trans *trans, struct btrfs_root *root,
 	}
 	btrfs_release_path(&path);
 	return ret;
+}
+
+int btrfs_append_to_item(struct tlog_trans *trans, struct btrfs_root *root,
+			 const struct btrfs_key *key, const void *data, u32 len)
+{
+	return append_entry(trans, root, key, data, len, NULL, 0);
 }
 
 int btrfs_add_dir_entries(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,

@@ -82,6 +82,13 @@ int btrfs_unlink_name(struct tlog_trans *trans, struct btrfs_root *root, u64 dir
 		      const char *name, u16 len);
 
 /*
+ * Append @len bytes of @data to the item @key of @root (an entry of an
+ * item that packs several: xattrs and extrefs sharing a hash, uuid tree
+ * ids), creating the item when there is none.
+ */
+int btrfs_append_to_item(struct tlog_trans *trans, struct btrfs_root *root,
+			 const struct btrfs_key *key, const void *data, u32 len);
+/*
  * Make the item @key of @root hold exactly @data (@size bytes): inserted,
  * resized or left alone when equal.  *@changed tells which.
  */

@@ -773,13 +773,13 @@ static int write_inline(struct tlog_mount *mnt, struct tlog_inode *inode)
 }
 
 /*
- * btrfs_inode_safe_disk_i_size_write after data up to @end was written:
- * the on-disk size moves to min(i_size, @end) - and without NO_HOLES no
- * further than the prefix of the file that file extent items cover.
+ * btrfs_inode_safe_disk_i_size_write(inode, 0) when written data reaches
+ * the disk: the on-disk size becomes i_size - without NO_HOLES no more
+ * than the prefix of the file that file extent items cover.
  */
-static int advance_disk_i_size(struct tlog_mount *mnt, struct tlog_inode *inode, u64 end)
+static int advance_disk_i_size(struct tlog_mount *mnt, struct tlog_inode *inode)
 {
-	u64 size = end < i_size(inode) ? end : i_size(inode), covered = 0;
+	u64 size = i_size(inode), covered = 0;
 	struct tlog_file_extent *v;
 	size_t nr;
 	int err;
@@ -857,7 +857,7 @@ int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 			err = dirty_cut(inode, s, e);
 		mnt->reserved_bound = mnt->reserved_bound > e - s ? mnt->reserved_bound - (e - s) : 0;
 		if (!err)
-			err = advance_disk_i_size(mnt, inode, e);
+			err = advance_disk_i_size(mnt, inode);
 		if (!err) {
 			if (array_reserve(inode->modified, inode->alloc_modified,
 					  inode->nr_modified + 1) == 0)
@@ -1023,7 +1023,9 @@ static int shrink(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
 		free(v);
 		if (err)
 			return err;
-		return size ? 0 : 0;
+		/* whatever lies past the inline block goes as for any file */
+		return drop_extents(mnt, inode, sector_up(mnt, size) > mnt->fs->sectorsize ?
+				    sector_up(mnt, size) : mnt->fs->sectorsize, (u64)-1);
 	}
 	free(v);
 	return drop_extents(mnt, inode, sector_up(mnt, size), (u64)-1);

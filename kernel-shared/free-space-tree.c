@@ -290,8 +290,10 @@ static int extent_add(struct tlog_trans *trans, struct btrfs_root *root,
 		new_start = left.objectid;
 		delta--;
 	}
-	/* so does one starting at the end */
-	ret = find_extent_before(trans, root, bg, new_end, &right);
+	/* so does one starting at the end, if that is still this block group's */
+	ret = 1;
+	if (new_end < bg->start + bg->length)
+		ret = find_extent_before(trans, root, bg, new_end, &right);
 	if (ret < 0)
 		return ret;
 	if (ret == 0 && right.objectid == new_end) {

@@ -30,6 +30,8 @@
 
 /* ---- the mount ---- */
 
+static int init_root_objectid(struct tlog_mount *mnt, struct btrfs_root *root);
+
 int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret)
 {
 	struct tlog_mount *mnt = calloc(1, sizeof(*mnt));
@@ -46,6 +48,21 @@ int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret)
 	INIT_LIST_HEAD(&mnt->dirty_inodes);
 	mnt->max_inline = 2048;
 	tlog_mount_tick(mnt);
+	/* as the kernel's mount reads them: the counters start from what is there now */
+	{
+		struct btrfs_root *top;
+		int err = btrfs_read_root(fs, BTRFS_FS_TREE_OBJECTID, &top);
+
+		if (!err)
+			err = init_root_objectid(mnt, top);
+		if (!err)
+			err = init_root_objectid(mnt, fs->tree_root);
+		if (err) {
+			free(mnt->hash);
+			free(mnt);
+			return err;
+		}
+	}
 	*ret = mnt;
 	return 0;
 }
@@ -223,9 +240,14 @@ static int add_cached(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino,
 {
 	struct tlog_inode *inode;
 	size_t h;
+	int err;
 
 	if (mnt->nr_inodes >= mnt->hash_size && grow_hash(mnt))
 		return -ENOMEM;
+	/* the kernel counts a subvolume's inode numbers from when it reads the root */
+	err = init_root_objectid(mnt, root);
+	if (err)
+		return err;
 	inode = calloc(1, sizeof(*inode));
 	if (!inode)
 		return -ENOMEM;
@@ -436,11 +458,34 @@ static bool fs_has_incompat(const struct tlog_mount *mnt, u64 bit)
 }
 
 /*
- * The next inode number of @root: one more than the highest in use when
- * the mount first needed one (btrfs_init_root_free_objectid), counting
- * up from there.
+ * The inode number counter of @root: one more than the highest in use
+ * when the mount first reads the root (btrfs_init_root_free_objectid, at
+ * mount for the top level and the root tree, at first lookup for other
+ * subvolumes), counting up from there.
  */
+static int init_root_objectid(struct tlog_mount *mnt, struct btrfs_root *root)
+{
+	u64 next;
+
+	return tlog_next_objectid_peek(mnt, root, &next);
+}
+
 int tlog_next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret)
+{
+	int err = tlog_next_objectid_peek(mnt, root, ret);
+	int i;
+
+	if (err)
+		return err;
+	for (i = 0; mnt->objectids[i].root != root->root_key.objectid; i++)
+		;
+	if (mnt->objectids[i].next >= BTRFS_LAST_FREE_OBJECTID)
+		return -ENOSPC;
+	mnt->objectids[i].next++;
+	return 0;
+}
+
+int tlog_next_objectid_peek(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret)
 {
 	u64 id = root->root_key.objectid;
 	int i;
@@ -472,9 +517,7 @@ int tlog_next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret
 		mnt->objectids[i].next = next;
 		mnt->nr_objectids++;
 	}
-	if (mnt->objectids[i].next >= BTRFS_LAST_FREE_OBJECTID)
-		return -ENOSPC;
-	*ret = mnt->objectids[i].next++;
+	*ret = mnt->objectids[i].next;
 	return 0;
 }
 
@@ -681,29 +724,14 @@ static int insert_extref(struct tlog_trans *trans, struct btrfs_root *root, u64 
 	struct btrfs_key key = { ino, BTRFS_INODE_EXTREF_KEY, btrfs_extref_hash(parent, name, len) };
 	u8 buf[sizeof(struct btrfs_inode_extref) + BTRFS_NAME_LEN];
 	struct btrfs_inode_extref *ref = (void *)buf;
-	struct btrfs_path path;
-	u32 size = sizeof(*ref) + len, old;
-	int err;
+	u32 size = sizeof(*ref) + len;
 
 	btrfs_set_inode_extref_parent_objectid(ref, parent);
 	btrfs_set_inode_extref_index(ref, index);
 	btrfs_set_inode_extref_name_len(ref, len);
 	memcpy(ref + 1, name, len);
-	btrfs_init_path(&path);
-	err = btrfs_search_slot_for_write(trans, root, &key, &path, (int)size);
-	if (err > 0) {
-		btrfs_release_path(&path);
-		return btrfs_insert_item(trans, root, &key, buf, size);
-	}
-	if (err == 0) {
-		/* another name with the same hash: entries share the item */
-		old = btrfs_item_size(path.nodes[0], path.slots[0]);
-		err = btrfs_extend_item(trans, &path, size);
-		if (!err)
-			memcpy((u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]) + old, buf, size);
-	}
-	btrfs_release_path(&path);
-	return err;
+	/* another name with the same hash shares the item */
+	return btrfs_append_to_item(trans, root, &key, buf, size);
 }
 
 /*
@@ -1177,12 +1205,13 @@ static int may_rename(struct tlog_mount *mnt, struct tlog_inode *odir, struct tl
 		if (anc)
 			return -EINVAL;
 	}
-	if (new && is_dir(new) && !(flags & TLOG_RENAME_EXCHANGE)) {
+	/* nor the target an ancestor of the source (an exchange gets lock_rename's EINVAL) */
+	if (new && is_dir(new)) {
 		err = is_ancestor(mnt, new, odir, &anc);
 		if (err)
 			return err;
 		if (anc)
-			return -ENOTEMPTY;
+			return flags & TLOG_RENAME_EXCHANGE ? -EINVAL : -ENOTEMPTY;
 	}
 	if (new == old)
 		return 1;		/* the same inode: rename does nothing, successfully */
@@ -1615,26 +1644,15 @@ static int insert_xattr(struct tlog_mount *mnt, struct tlog_inode *inode, const 
 	btrfs_set_dir_item_type(di, BTRFS_FT_XATTR);
 	memcpy(di + 1, name, len);
 	memcpy((u8 *)(di + 1) + len, value, size);
+	/* names with the same hash share the item, as long as it fits a leaf */
 	btrfs_init_path(&path);
-	err = btrfs_search_slot_for_write(mnt->trans, inode->root, &key, &path, (int)esize);
-	if (err > 0) {
-		btrfs_release_path(&path);
-		err = btrfs_insert_item(mnt->trans, inode->root, &key, buf, esize);
-	} else if (err == 0) {
-		/* names with the same hash share the item */
-		u32 old = btrfs_item_size(path.nodes[0], path.slots[0]);
-
-		if (old + esize + sizeof(struct btrfs_item) >
-		    mnt->fs->nodesize - sizeof(struct btrfs_header)) {
-			err = -ENOSPC;
-		} else {
-			err = btrfs_extend_item(mnt->trans, &path, esize);
-			if (!err)
-				memcpy((u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]) + old,
-				       buf, esize);
-		}
-		btrfs_release_path(&path);
-	}
+	err = btrfs_search_slot(inode->root, &key, &path);
+	if (err == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) + esize +
+			sizeof(struct btrfs_item) > mnt->fs->nodesize - sizeof(struct btrfs_header))
+		err = -ENOSPC;
+	btrfs_release_path(&path);
+	if (err >= 0)
+		err = btrfs_append_to_item(mnt->trans, inode->root, &key, buf, esize);
 	free(buf);
 	return err;
 }

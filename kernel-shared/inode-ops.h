@@ -182,8 +182,10 @@ int tlog_lookup_parent(struct tlog_mount *mnt, const char *path, struct tlog_ino
 
 /* ---- building blocks for the other operations (inode-ops.c) ---- */
 
-/* The next inode (or, in the root tree, subvolume) number of @root. */
+/* The next inode (or, in the root tree, subvolume) number of @root, taken. */
 int tlog_next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret);
+/* The same, not taken (the counter is set up on first use). */
+int tlog_next_objectid_peek(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret);
 /* The index the next name of directory @dir gets. */
 int tlog_dir_next_index(struct tlog_inode *dir, u64 *ret);
 /* A name came or went in @dir: @delta of i_size, mtime, ctime, i_version. */

@@ -29,7 +29,6 @@ static int add_uuid_item(struct tlog_trans *trans, const u8 uuid[BTRFS_UUID_SIZE
 {
 	struct btrfs_root *uroot;
 	struct btrfs_key key;
-	struct btrfs_path path;
 	__le64 le = htole64(id);
 	u64 a, b;
 	int err;
@@ -42,22 +41,7 @@ static int add_uuid_item(struct tlog_trans *trans, const u8 uuid[BTRFS_UUID_SIZE
 	memcpy(&a, uuid, 8);
 	memcpy(&b, uuid + 8, 8);
 	key = (struct btrfs_key){ le64toh(a), BTRFS_UUID_KEY_SUBVOL, le64toh(b) };
-	btrfs_init_path(&path);
-	err = btrfs_search_slot_for_write(trans, uroot, &key, &path, sizeof(le));
-	if (err > 0) {
-		btrfs_release_path(&path);
-		return btrfs_insert_item(trans, uroot, &key, &le, sizeof(le));
-	}
-	if (err == 0) {
-		u32 old = btrfs_item_size(path.nodes[0], path.slots[0]);
-
-		err = btrfs_extend_item(trans, &path, sizeof(le));
-		if (!err)
-			memcpy((u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]) + old, &le,
-			       sizeof(le));
-	}
-	btrfs_release_path(&path);
-	return err;
+	return btrfs_append_to_item(trans, uroot, &key, &le, sizeof(le));
 }
 
 /* ROOT_REF (@parent -> @id) and ROOT_BACKREF (@id -> @parent) for the name in @dir. */

@@ -23,9 +23,9 @@
  * one that broke it), INODE_OPS_DUMP=1 adds the root block and the free
  * space tree when a check fails.
  *
- * Library bugs found here are the disabled bug_* tests at the end; where
- * the random runs could run into one they leave the operation out and
- * count it ("left out (known bugs)" in the log).
+ * The library bugs these tests found are the regression tests at the
+ * end (named bug_* after what they showed); the random runs no longer
+ * step around any of them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -265,23 +265,6 @@ struct ctx {
 	u64 seed;
 	const char *where;	/* for messages */
 	bool faulty;		/* writes may fail: an error ends the run, unasserted */
-	/*
-	 * The first operation of a mount is a create, until one succeeds:
-	 * the library takes its next inode number from the tree when a mount
-	 * first needs one, not when it opens the subvolume as the kernel
-	 * does, so an unlink of the highest inode before the first create
-	 * would see its number given out again (the disabled test
-	 * inode_ops.bug_ino_reused_after_unlink_before_first_create).
-	 */
-	bool need_create;
-	/*
-	 * Sync before each fallocate and punch (filesystems without
-	 * NO_HOLES): they write their range back first, and a later
-	 * writeback of an earlier range then sets the on-disk size to that
-	 * range's end, below i_size (the disabled test
-	 * inode_ops.bug_disk_i_size_stops_at_the_last_range_written).
-	 */
-	bool sync_before_falloc;
 };
 
 static void ctx_open(struct ctx *c)
@@ -289,7 +272,6 @@ static void ctx_open(struct ctx *c)
 	c->fs = memfs_open(c->bdev, 0, 0);
 	c->root = memfs_root(c->fs, BTRFS_FS_TREE_OBJECTID);
 	cr_assert_eq(tlog_mount_open(c->fs, &c->mnt), 0);
-	c->need_create = true;
 }
 
 static void ctx_close(struct ctx *c)
@@ -795,7 +777,6 @@ static const u32 op_weights[NR_OPS] = {
 struct op_stats {
 	u64 applied[NR_OPS], refused[NR_OPS];
 	u64 syncs;
-	u64 known_bug_skips;	/* operations left out because of a known library bug */
 };
 
 /* A random directory of the model. */
@@ -870,30 +851,6 @@ static u64 rnd_off(u64 *s, u64 size)
 	default:
 		return memfs_rng(s) % (size + 12000);
 	}
-}
-
-/*
- * Whether the file starts with an inline extent and has extents after it
- * (a layout fallocate makes of a small file): a truncate of it keeps
- * what lies past the new EOF (the disabled test
- * inode_ops.bug_truncate_after_inline_keeps_extents_past_eof).
- */
-static bool inline_then_more(struct ctx *c, u64 ino)
-{
-	struct tlog_file *file;
-	bool first_inline = false, more = false;
-	int err;
-
-	cr_assert_eq(tlog_file_open(c->fs, c->root, ino, &file), 0, "%s", tlog_error_get());
-	for (err = tlog_file_cursor_seek(file, 0); err == 0; err = tlog_file_cursor_next(file)) {
-		if (file->cur.ext.start == 0)
-			first_inline = file->cur.ext.type == BTRFS_FILE_EXTENT_INLINE;
-		else
-			more = true;
-	}
-	cr_assert_geq(err, 0, "%s", tlog_error_get());
-	tlog_file_close(file);
-	return first_inline && more;
 }
 
 /* What the library said about one operation, and what was predicted. */
@@ -999,8 +956,6 @@ static int random_op(struct ctx *c, struct model *m, u64 *s, struct op_stats *st
 	/* near the model's capacity, names go instead of coming */
 	if ((m->nr_in > MAX_INODES * 2 / 3 || m->nr_nm > MAX_NAMES * 2 / 3) && op <= OP_LINK)
 		op = memfs_rng(s) % 3 ? OP_UNLINK : OP_RMDIR;
-	if (c->need_create)
-		op = OP_CREATE;
 	cr_assert_lt(op, NR_OPS);
 	detail[0] = 0;
 
@@ -1019,9 +974,6 @@ static int random_op(struct ctx *c, struct model *m, u64 *s, struct op_stats *st
 			return 0;
 		dir = pick_dir(m, s);
 		pick_name(m, s, dir, name, &len, memfs_rng(s) % 4 == 0);
-		/* the mount's first create must succeed: a name the directory lacks */
-		for (u32 k = 0; c->need_create && m_find(m, dir, name, len) >= 0; k++)
-			len = (u16)snprintf(name, sizeof(name), "new%u", k);
 		snprintf(detail, sizeof(detail), "\"%.*s\" in %llu", len, name,
 			 (unsigned long long)dir);
 		target[0] = 0;
@@ -1049,7 +1001,6 @@ static int random_op(struct ctx *c, struct model *m, u64 *s, struct op_stats *st
 				mi->parent = dir;
 			strcpy(mi->target, target);
 			m_add_name(m, dir, name, len, mi->ino, index);
-			c->need_create = false;
 			snprintf(detail + strlen(detail), 40, " = inode %llu", (unsigned long long)mi->ino);
 		}
 		break;
@@ -1131,7 +1082,6 @@ static int random_op(struct ctx *c, struct model *m, u64 *s, struct op_stats *st
 		unsigned int flags = op == OP_RENAME ? 0 : op == OP_RENAME_NOREPLACE ?
 				     TLOG_RENAME_NOREPLACE : TLOG_RENAME_EXCHANGE;
 		struct m_inode *old, *new;
-		bool exchange_trap = false;
 		int jo, jn;
 
 		dir = pick_dir(m, s);
@@ -1153,8 +1103,7 @@ static int random_op(struct ctx *c, struct model *m, u64 *s, struct op_stats *st
 		else if (m_is_dir(old) && m_is_ancestor(m, old->ino, dir2))
 			want = -EINVAL;
 		else if (new && m_is_dir(new) && m_is_ancestor(m, new->ino, dir))
-			want = (flags & TLOG_RENAME_EXCHANGE) ? -EINVAL : -ENOTEMPTY,
-			exchange_trap = flags & TLOG_RENAME_EXCHANGE;
+			want = (flags & TLOG_RENAME_EXCHANGE) ? -EINVAL : -ENOTEMPTY;
 		else if (new == old)
 			want = 1;	/* nothing to do */
 		else if (new && !(flags & TLOG_RENAME_EXCHANGE) && m_is_dir(old) && !m_is_dir(new))
@@ -1164,16 +1113,6 @@ static int random_op(struct ctx *c, struct model *m, u64 *s, struct op_stats *st
 		else if (new && !(flags & TLOG_RENAME_EXCHANGE) && m_is_dir(new) &&
 			 !m_dir_empty(m, new->ino))
 			want = -ENOTEMPTY;
-		if (exchange_trap) {
-			/*
-			 * The target an ancestor of the source's directory: the
-			 * library exchanges them (a directory loop) instead of
-			 * EINVAL; see the disabled test
-			 * inode_ops.bug_exchange_with_ancestor_of_source.
-			 */
-			st->known_bug_skips++;
-			return 0;
-		}
 		in[0] = lib_iget(c, dir);
 		in[1] = lib_iget(c, dir2);
 		if (old)
@@ -1303,17 +1242,6 @@ static int random_op(struct ctx *c, struct model *m, u64 *s, struct op_stats *st
 			want = -EISDIR;
 		else if (!S_ISREG(mi->mode))
 			want = op == OP_WRITE || op == OP_TRUNCATE ? -EINVAL : -ENODEV;
-		if (op == OP_TRUNCATE && !want && off <= mi->size && inline_then_more(c, mi->ino)) {
-			st->known_bug_skips++;
-			return 0;
-		}
-		if (c->sync_before_falloc && !want && op >= OP_FALLOC) {
-			got = tlog_sync(c->mnt);
-			if (got && c->faulty)
-				return got;
-			cr_assert_eq(got, 0, "%s: %s", c->where, tlog_error_get());
-			st->known_bug_skips++;
-		}
 		in[0] = lib_iget(c, mi->ino);
 		if (want)
 			take_snap(c, &sn, in, 1);
@@ -1407,8 +1335,7 @@ static void report_stats(const struct op_stats *st, const char *name)
 		n += snprintf(buf + n, sizeof(buf) - (size_t)n, " %s %llu/%llu", op_names[i],
 			      (unsigned long long)st->applied[i],
 			      (unsigned long long)(st->applied[i] + st->refused[i]));
-	cr_log_info("%s: %llu syncs, %llu left out (known bugs); applied/tried:%s", name,
-		    (unsigned long long)st->syncs, (unsigned long long)st->known_bug_skips, buf);
+	cr_log_info("%s: %llu syncs; applied/tried:%s", name, (unsigned long long)st->syncs, buf);
 }
 
 static void assert_stats(const struct op_stats *st, u64 seed)
@@ -1463,7 +1390,6 @@ static void random_run(struct tlog_bdev *bdev, u64 seed, int nops, const char *n
 	memset(&st, 0, sizeof(st));
 	m_init(&m);
 	ctx_open(&c);
-	c.sync_before_falloc = !(c.fs->incompat & BTRFS_FEATURE_INCOMPAT_NO_HOLES);
 	for (int i = 0; i < nops; i++) {
 		snprintf(where, sizeof(where), "%s op %d", name, i);
 		c.where = where;
@@ -1637,7 +1563,6 @@ static int fault_change(struct tlog_fs *fs, void *arg)
 	m_copy(&fc->scratch, &fc->old);
 	c.root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
 	cr_assert_eq(tlog_mount_open(fs, &c.mnt), 0);
-	c.need_create = true;
 	for (int i = 0; !err && i < FAULT_OPS; i++)
 		err = random_op(&c, &fc->scratch, &s, &fc->st);
 	if (!err)
@@ -2049,7 +1974,7 @@ Test(inode_ops, refusals_change_nothing)
  * Expected: d is 260 (the kernel's free_objectid was 260 from the mount
  * on).  Got: 259.
  */
-Test(inode_ops, bug_ino_reused_after_unlink_before_first_create, .disabled = true)
+Test(inode_ops, bug_ino_reused_after_unlink_before_first_create)
 {
 	struct ctx c = { .seed = 0 };
 
@@ -2076,7 +2001,7 @@ Test(inode_ops, bug_ino_reused_after_unlink_before_first_create, .disabled = tru
  * Expected: -EINVAL, nothing changed.  Got: 0; / has "a" -> the file, and
  * directory a is now named x inside its own child b, unreachable.
  */
-Test(inode_ops, bug_exchange_with_ancestor_of_source, .disabled = true)
+Test(inode_ops, bug_exchange_with_ancestor_of_source)
 {
 	struct ctx c = { .seed = 0 };
 	struct tlog_inode *root, *a, *b;
@@ -2112,7 +2037,7 @@ Test(inode_ops, bug_exchange_with_ancestor_of_source, .disabled = true)
  * [500, 8192) zero.  Got: byte 4096 is 0x37 (the extent at 4096 is
  * still there).
  */
-Test(inode_ops, bug_truncate_after_inline_keeps_extents_past_eof, .disabled = true)
+Test(inode_ops, bug_truncate_after_inline_keeps_extents_past_eof)
 {
 	struct ctx c = { .seed = 0 };
 	struct tlog_inode *dir, *f;
@@ -2162,7 +2087,7 @@ Test(inode_ops, bug_truncate_after_inline_keeps_extents_past_eof, .disabled = tr
  * 220 bytes free) breaks the node.  Also seeds 314 and 397 of
  * random_ops_match_the_model.
  */
-Test(inode_ops, bug_xattr_replace_leaves_an_empty_leaf, .disabled = true)
+Test(inode_ops, bug_xattr_replace_leaves_an_empty_leaf)
 {
 	struct ctx c = { .seed = 0 };
 	struct tlog_inode *root, *f[8];
@@ -2216,7 +2141,7 @@ Test(inode_ops, bug_xattr_replace_leaves_an_empty_leaf, .disabled = true)
  * (93323264 FREE_SPACE_EXTENT 33554432).  Also seed 381 of
  * random_ops_match_the_model.
  */
-Test(inode_ops, bug_free_space_merges_across_block_groups, .disabled = true)
+Test(inode_ops, bug_free_space_merges_across_block_groups)
 {
 	static const u64 sizes[] = { 8 << 20, 16 << 20, 4 << 20 };
 	static const char *const names[] = { "a", "b", "c" };
@@ -2259,7 +2184,7 @@ Test(inode_ops, bug_free_space_merges_across_block_groups, .disabled = true)
  * stays 0, [0, 4096) has no extent yet); sync (writes [0, 4096)).
  * Expected: size 8192 on disk.  Got: 4096.
  */
-Test(inode_ops, bug_disk_i_size_stops_at_the_last_range_written, .disabled = true)
+Test(inode_ops, bug_disk_i_size_stops_at_the_last_range_written)
 {
 	struct ctx c = { .seed = 0 };
 	struct tlog_inode *root, *f;
