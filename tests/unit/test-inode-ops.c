@@ -322,6 +322,7 @@ static u64 tree_digest(struct btrfs_root *root)
 			h = (h ^ p[i]) * 1099511628211ULL;
 	}
 	cr_assert_eq(iter.ret, 1, "%s", tlog_error_get());
+	btrfs_tree_iter_end(&iter);
 	return h;
 }
 
@@ -394,6 +395,7 @@ static void check_xattrs(struct btrfs_root *root, const struct m_inode *mi, cons
 	btrfs_for_each_item(root, &iter, &min, &max)
 		cr_assert_eq(btrfs_for_each_dir_entry(iter.leaf, iter.slot, collect_xattr, &xs), 0);
 	cr_assert_eq(iter.ret, 1);
+	btrfs_tree_iter_end(&iter);
 	cr_assert(!xs.unknown, "%s: inode %llu has an xattr the model does not", where,
 		  (unsigned long long)mi->ino);
 	for (int i = 0; i < MAX_XATTRS; i++) {
@@ -576,6 +578,7 @@ static void check_items(struct tlog_fs *fs, struct btrfs_root *root, struct mode
 		}
 	}
 	cr_assert_eq(iter.ret, 1, "%s: %s", where, tlog_error_get());
+	btrfs_tree_iter_end(&iter);
 	free(d);
 
 	for (size_t i = 0; i < m->nr_in; i++) {
@@ -636,6 +639,7 @@ static void check_items(struct tlog_fs *fs, struct btrfs_root *root, struct mode
 			  (unsigned long long)ei.refs);
 	}
 	cr_assert_eq(iter.ret, 1, "%s: %s", where, tlog_error_get());
+	btrfs_tree_iter_end(&iter);
 }
 
 static void dump_fst(struct tlog_fs *fs)
@@ -651,6 +655,7 @@ static void dump_fst(struct tlog_fs *fs)
 	btrfs_for_each_item(memfs_root(fs, BTRFS_FREE_SPACE_TREE_OBJECTID), &iter, &min, &max)
 		fprintf(stderr, "  fst (%llu %u %llu)\n", (unsigned long long)iter.key.objectid,
 			iter.key.type, (unsigned long long)iter.key.offset);
+	btrfs_tree_iter_end(&iter);
 	btrfs_free_block_groups(&bgs);
 }
 
@@ -1720,6 +1725,7 @@ static int count_items(struct btrfs_root *root, u64 ino, u8 type)
 	btrfs_for_each_item(root, &iter, &min, &max)
 		n++;
 	cr_assert_eq(iter.ret, 1);
+	btrfs_tree_iter_end(&iter);
 	return n;
 }
 
