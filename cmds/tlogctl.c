@@ -25,6 +25,7 @@ static const struct cmd_struct *const commands[] = {
 	&cmd_struct_cat,
 	&cmd_struct_export,
 	&cmd_struct_mkfs,
+	&cmd_struct_run,
 	NULL,
 };
 

@@ -353,6 +353,9 @@ static int parse_command(struct parse_ctx *pc, char **words, int nr, struct wl_c
 	}
 	if (cmd->op == WL_MKNOD && (S_ISCHR(cmd->mode) || S_ISBLK(cmd->mode)) && nr != 5)
 		return syntax_error(pc, "mknod of a device takes MAJOR MINOR");
+	if (cmd->op == WL_MKNOD && (cmd->major >= 1U << 12 || cmd->minor >= 1U << 20))
+		return syntax_error(pc, "device number %u:%u out of range (12-bit major, 20-bit minor)",
+				    cmd->major, cmd->minor);
 	if (cmd->op == WL_MKNOD && !(S_ISCHR(cmd->mode) || S_ISBLK(cmd->mode)) && nr != 3)
 		return syntax_error(pc, "mknod of a FIFO or socket takes no numbers");
 	if ((cmd->flags & WL_RENAME_NOREPLACE) && (cmd->flags & WL_RENAME_EXCHANGE))

@@ -427,3 +427,9 @@ int btrfs_drop_last_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 
 
 	return drop_ref_ext(trans, &ekey, bytenr, &r, true);
 }
+
+int btrfs_inc_tree_refs(struct tlog_trans *trans, struct btrfs_root *root,
+			const struct extent_buffer *eb)
+{
+	return change_child_refs(trans, root, eb, false, true);
+}

@@ -11,6 +11,13 @@ int btrfs_update_ref_for_cow(struct tlog_trans *trans, struct btrfs_root *root,
 			     const struct extent_buffer *buf, const struct extent_buffer *cow,
 			     bool *last_ref);
 
+/*
+ * @eb is a new copy of a block in @root (a snapshot's root): everything
+ * it points to gets one more normal reference from @root (btrfs_inc_ref).
+ */
+int btrfs_inc_tree_refs(struct tlog_trans *trans, struct btrfs_root *root,
+			const struct extent_buffer *eb);
+
 /* Drop one normal reference to a data extent others still reference. */
 int btrfs_drop_data_ref(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root, u64 ino,
 			u64 offset);

@@ -165,9 +165,9 @@ static int append_entry(struct tlog_trans *trans, struct btrfs_root *root,
 	return ret;
 }
 
-int btrfs_insert_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
-			   const char *name, u16 len, const struct btrfs_key *location,
-			   u8 type, u64 index)
+int btrfs_add_dir_entries(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
+			  const char *name, u16 len, const struct btrfs_key *location,
+			  u8 type, u64 index)
 {
 	struct btrfs_key key = { dir, BTRFS_DIR_ITEM_KEY, btrfs_name_hash(name, len) };
 	u8 buf[sizeof(struct btrfs_dir_item) + 256];
@@ -182,6 +182,15 @@ int btrfs_insert_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u6
 	if (ret == -EEXIST)
 		return tlog_error(-EEXIST, "directory %llu already has an entry at index %llu",
 				  (unsigned long long)dir, (unsigned long long)index);
+	return ret;
+}
+
+int btrfs_insert_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
+			   const char *name, u16 len, const struct btrfs_key *location,
+			   u8 type, u64 index)
+{
+	int ret = btrfs_add_dir_entries(trans, root, dir, name, len, location, type, index);
+
 	return ret ? ret : dir_names_changed(trans, root, dir, 2 * (s64)len);
 }
 
@@ -205,8 +214,8 @@ static int delete_named_entry(struct tlog_trans *trans, struct btrfs_root *root,
 	return ret;
 }
 
-int btrfs_delete_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
-			   const char *name, u16 len, u64 index)
+int btrfs_remove_dir_entries(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
+			     const char *name, u16 len, u64 index)
 {
 	struct btrfs_key key = { dir, BTRFS_DIR_ITEM_KEY, btrfs_name_hash(name, len) };
 	int ret;
@@ -222,6 +231,14 @@ int btrfs_delete_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u6
 	ret = btrfs_delete_item(trans, root, &key);
 	if (ret == -ENOENT || ret > 0)
 		ret = 0;
+	return ret;
+}
+
+int btrfs_delete_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
+			   const char *name, u16 len, u64 index)
+{
+	int ret = btrfs_remove_dir_entries(trans, root, dir, name, len, index);
+
 	return ret ? ret : dir_names_changed(trans, root, dir, -2 * (s64)len);
 }
 

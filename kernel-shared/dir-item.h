@@ -15,6 +15,17 @@
 #include "inode.h"
 #include "transaction.h"
 
+/*
+ * The entries alone, for callers that keep the directory's inode item
+ * themselves (inode-ops.c): DIR_ITEM and DIR_INDEX of @name added or
+ * removed, the directory's size and sequence left alone.
+ */
+int btrfs_add_dir_entries(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
+			  const char *name, u16 len, const struct btrfs_key *location,
+			  u8 type, u64 index);
+int btrfs_remove_dir_entries(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
+			     const char *name, u16 len, u64 index);
+
 /* Add @name -> @location (@type BTRFS_FT_*) to @dir at @index: DIR_ITEM and DIR_INDEX. */
 int btrfs_insert_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
 			   const char *name, u16 len, const struct btrfs_key *location,

@@ -135,3 +135,20 @@ int btrfs_read_log_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **re
 	btrfs_release_path(&path);
 	return err;
 }
+
+int btrfs_new_root(struct tlog_fs *fs, const struct btrfs_key *key, struct btrfs_root **ret)
+{
+	struct btrfs_root *root;
+
+	if (find_cached_root(fs, key->objectid, key->offset))
+		return tlog_error(-EEXIST, "tree %llu exists", (unsigned long long)key->objectid);
+	root = calloc(1, sizeof(*root));
+	if (!root)
+		return -ENOMEM;
+	root->fs = fs;
+	root->root_key = *key;
+	root->next = fs->roots;
+	fs->roots = root;
+	*ret = root;
+	return 0;
+}

@@ -16,6 +16,12 @@ struct tlog_fs;
 int btrfs_read_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
 /* The same for a caller to whom absence is an answer: -ENOENT, nothing recorded. */
 int btrfs_find_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
+/*
+ * A tree being created with @key as its ROOT_ITEM key: cached in @fs at
+ * once, so that its root item, filled by the caller and inserted into the
+ * root tree, and every later change go through this one object.
+ */
+int btrfs_new_root(struct tlog_fs *fs, const struct btrfs_key *key, struct btrfs_root **ret);
 /* Root of the log tree for subvolume @objectid, or -ENOENT. */
 int btrfs_read_log_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
 

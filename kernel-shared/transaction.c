@@ -341,6 +341,35 @@ static int insert_tree_block_ref(struct tlog_trans *trans, const struct block_re
 	return btrfs_insert_item(trans, root, &key, buf, size);
 }
 
+/*
+ * The last reference of a tree block may be a keyed item of its own (a
+ * snapshot's reference, added after the extent item was written): it goes
+ * with the extent item.
+ */
+static int delete_keyed_block_refs(struct tlog_trans *trans, struct btrfs_root *eroot, u64 bytenr)
+{
+	for (;;) {
+		struct btrfs_key key = { bytenr, BTRFS_TREE_BLOCK_REF_KEY, 0 };
+		struct btrfs_path path;
+		int ret;
+
+		btrfs_init_path(&path);
+		ret = btrfs_search_forward(eroot, &key, &path);
+		if (ret == 0) {
+			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+			if (key.objectid != bytenr || (key.type != BTRFS_TREE_BLOCK_REF_KEY &&
+						       key.type != BTRFS_SHARED_BLOCK_REF_KEY))
+				ret = 1;
+		}
+		btrfs_release_path(&path);
+		if (ret)
+			return ret > 0 ? 0 : ret;
+		ret = btrfs_delete_item(trans, eroot, &key);
+		if (ret)
+			return ret;
+	}
+}
+
 /* Delete the extent item of a tree block that left its tree. */
 static int delete_tree_block_ref(struct tlog_trans *trans, const struct block_rec *r)
 {
@@ -369,7 +398,7 @@ static int delete_tree_block_ref(struct tlog_trans *trans, const struct block_re
 			ret = btrfs_del_items(trans, root, &path, path.slots[0], 1);
 	}
 	btrfs_release_path(&path);
-	return ret;
+	return ret ? ret : delete_keyed_block_refs(trans, root, r->bytenr);
 }
 
 /*
@@ -409,6 +438,16 @@ int tlog_trans_claim_space(struct tlog_trans *trans, u64 bytenr, u64 len)
 	int err = btrfs_exclude_range(&state_of(trans)->bgs, bytenr, len);
 
 	return err ? err : tlog_trans_account_space(trans, bytenr, len, true);
+}
+
+u64 tlog_trans_space_left(struct tlog_trans *trans, u64 type)
+{
+	struct trans_state *st = container_of(trans, struct trans_state, trans);
+	const struct btrfs_dev_item *di = &trans->fs->super.dev_item;
+	u64 total = btrfs_dev_item_total_bytes(di), used = btrfs_dev_item_bytes_used(di);
+
+	return btrfs_free_bytes(&st->bgs, space_type(trans->fs, type)) +
+	       (total > used ? total - used : 0);
 }
 
 int tlog_trans_account_space(struct tlog_trans *trans, u64 bytenr, u64 len, bool allocated)

@@ -89,6 +89,12 @@ void tlog_trans_set_system_reserve(struct tlog_trans *trans, u64 bytes);
  */
 int tlog_trans_alloc_space(struct tlog_trans *trans, u64 type, u64 len, u64 align, u64 *ret);
 int tlog_trans_account_space(struct tlog_trans *trans, u64 bytenr, u64 len, bool allocated);
+/*
+ * Bytes a new extent of @type could still get: the free space of its
+ * block groups (space freed in this transaction not counted: it is pinned
+ * until the commit) and the device's unallocated space.
+ */
+u64 tlog_trans_space_left(struct tlog_trans *trans, u64 type);
 /* Take the given range, which must be free, as allocated (a logged data extent). */
 int tlog_trans_claim_space(struct tlog_trans *trans, u64 bytenr, u64 len);
 

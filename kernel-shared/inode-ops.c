@@ -1,0 +1,1538 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Inode operations: the mount, the inode cache, names, attributes and
+ * xattrs, with the semantics of fs/btrfs/inode.c and the VFS checks in
+ * front of it (see inode-ops.h for the model).
+ *
+ * Every operation checks everything the system call would refuse before
+ * it changes anything, so a refused operation leaves the trees as they
+ * were and can be reported and skipped, as a program's failed system call
+ * would be.  The order of the checks is the VFS's, because when several
+ * apply the errno the caller sees is the first.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "array.h"
+#include "csum.h"
+#include "dir-item.h"
+#include "errctx.h"
+#include "file-extent.h"
+#include "inode-ops.h"
+#include "inode.h"
+#include "root-tree.h"
+
+/* A directory holding no names has i_size 0 (each name counts twice its length). */
+#define BTRFS_EMPTY_DIR_SIZE	0
+
+/* ---- the mount ---- */
+
+int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret)
+{
+	struct tlog_mount *mnt = calloc(1, sizeof(*mnt));
+
+	if (!mnt)
+		return -ENOMEM;
+	mnt->fs = fs;
+	mnt->hash_size = 1024;
+	mnt->hash = calloc(mnt->hash_size, sizeof(*mnt->hash));
+	if (!mnt->hash) {
+		free(mnt);
+		return -ENOMEM;
+	}
+	INIT_LIST_HEAD(&mnt->dirty_inodes);
+	mnt->max_inline = 2048;
+	tlog_mount_tick(mnt);
+	*ret = mnt;
+	return 0;
+}
+
+static void free_inode(struct tlog_inode *inode)
+{
+	free(inode->dirty);
+	free(inode->modified);
+	free(inode);
+}
+
+void tlog_mount_close(struct tlog_mount *mnt)
+{
+	if (!mnt)
+		return;
+	if (mnt->trans)
+		tlog_trans_abort(mnt->trans);
+	for (size_t i = 0; i < mnt->hash_size; i++) {
+		while (mnt->hash[i]) {
+			struct tlog_inode *inode = mnt->hash[i];
+
+			mnt->hash[i] = inode->hash_next;
+			free_inode(inode);
+		}
+	}
+	free(mnt->hash);
+	free(mnt);
+}
+
+static int parse_compress(struct tlog_mount *mnt, const char *v, bool force)
+{
+	static const char *const names[] = { "zlib", "lzo", "zstd" };
+	const char *colon = strchr(v, ':');
+	size_t n = colon ? (size_t)(colon - v) : strlen(v);
+	int max_level[] = { 9, 0, 15 };
+
+	for (int i = 0; i < 3; i++) {
+		if (strlen(names[i]) != n || strncmp(v, names[i], n))
+			continue;
+		mnt->compress_type = BTRFS_COMPRESS_ZLIB + i;
+		mnt->compress_force = force;
+		mnt->compress_level = 0;
+		if (colon) {
+			char *end;
+			long level = strtol(colon + 1, &end, 10);
+
+			if (*end || level < 1 || level > max_level[i])
+				return tlog_error(-EINVAL, "bad compression level '%s'", colon + 1);
+			mnt->compress_level = (int)level;
+		}
+		/* the kernel marks the filesystem at mount, before anything is compressed */
+		if (mnt->compress_type == BTRFS_COMPRESS_LZO)
+			mnt->fs->incompat |= BTRFS_FEATURE_INCOMPAT_COMPRESS_LZO;
+		if (mnt->compress_type == BTRFS_COMPRESS_ZSTD)
+			mnt->fs->incompat |= BTRFS_FEATURE_INCOMPAT_COMPRESS_ZSTD;
+		btrfs_set_super_block_incompat_flags(&mnt->fs->super, mnt->fs->incompat);
+		return 0;
+	}
+	if (n == 2 && strncmp(v, "no", 2) == 0 && !colon) {
+		mnt->compress_type = 0;
+		return 0;
+	}
+	return tlog_error(-EINVAL, "unknown compression '%s' (zlib, lzo, zstd or no)", v);
+}
+
+int tlog_mount_set_options(struct tlog_mount *mnt, const char *options)
+{
+	char *copy = strdup(options), *save = NULL, *opt;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (opt = strtok_r(copy, ",", &save); !err && opt; opt = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(opt, '=');
+
+		if (eq)
+			*eq++ = '\0';
+		if (strcmp(opt, "compress") == 0 || strcmp(opt, "compress-force") == 0) {
+			err = parse_compress(mnt, eq ? eq : "zlib", opt[8] == '-');
+		} else if (strcmp(opt, "max_inline") == 0 && eq) {
+			char *end;
+			unsigned long long v = strtoull(eq, &end, 10);
+
+			if (*end || !*eq)
+				err = tlog_error(-EINVAL, "bad max_inline '%s'", eq);
+			/* the kernel caps it at a sector */
+			mnt->max_inline = v > mnt->fs->sectorsize ? mnt->fs->sectorsize : v;
+		} else {
+			err = tlog_error(-EINVAL, "unknown mount option '%s'", opt);
+		}
+	}
+	free(copy);
+	return err;
+}
+
+void tlog_mount_tick(struct tlog_mount *mnt)
+{
+	struct timespec ts;
+
+	if (mnt->fixed_clock)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	btrfs_set_timespec_sec(&mnt->now, ts.tv_sec);
+	btrfs_set_timespec_nsec(&mnt->now, ts.tv_nsec);
+	if (mnt->trans)
+		mnt->trans->now = mnt->now;
+}
+
+void tlog_mount_set_fixed_time(struct tlog_mount *mnt, u64 sec)
+{
+	btrfs_set_timespec_sec(&mnt->now, sec);
+	btrfs_set_timespec_nsec(&mnt->now, 0);
+	mnt->fixed_clock = true;
+	if (mnt->trans)
+		mnt->trans->now = mnt->now;
+}
+
+int tlog_mount_trans(struct tlog_mount *mnt, struct tlog_trans **ret)
+{
+	int err;
+
+	if (!mnt->trans) {
+		err = tlog_trans_start(mnt->fs, &mnt->trans);
+		if (err)
+			return err;
+		mnt->trans->now = mnt->now;
+	}
+	*ret = mnt->trans;
+	return 0;
+}
+
+/* ---- the inode cache ---- */
+
+static size_t inode_hash(const struct tlog_mount *mnt, u64 root, u64 ino)
+{
+	return (size_t)((ino * 0x9E3779B97F4A7C15ULL) ^ root) & (mnt->hash_size - 1);
+}
+
+static int grow_hash(struct tlog_mount *mnt)
+{
+	size_t size = mnt->hash_size * 2;
+	struct tlog_inode **hash = calloc(size, sizeof(*hash));
+
+	if (!hash)
+		return -ENOMEM;
+	for (size_t i = 0; i < mnt->hash_size; i++) {
+		while (mnt->hash[i]) {
+			struct tlog_inode *inode = mnt->hash[i];
+			size_t h = (size_t)((inode->ino * 0x9E3779B97F4A7C15ULL) ^
+					    inode->root->root_key.objectid) & (size - 1);
+
+			mnt->hash[i] = inode->hash_next;
+			inode->hash_next = hash[h];
+			hash[h] = inode;
+		}
+	}
+	free(mnt->hash);
+	mnt->hash = hash;
+	mnt->hash_size = size;
+	return 0;
+}
+
+static struct tlog_inode *find_cached(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino)
+{
+	struct tlog_inode *inode = mnt->hash[inode_hash(mnt, root->root_key.objectid, ino)];
+
+	while (inode && (inode->ino != ino || inode->root != root))
+		inode = inode->hash_next;
+	return inode;
+}
+
+static int add_cached(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino,
+		      const struct btrfs_inode_item *item, struct tlog_inode **ret)
+{
+	struct tlog_inode *inode;
+	size_t h;
+
+	if (mnt->nr_inodes >= mnt->hash_size && grow_hash(mnt))
+		return -ENOMEM;
+	inode = calloc(1, sizeof(*inode));
+	if (!inode)
+		return -ENOMEM;
+	inode->root = root;
+	inode->ino = ino;
+	inode->item = *item;
+	inode->disk_i_size = btrfs_inode_item_size(item);
+	inode->generation = btrfs_inode_item_generation(item);
+	inode->refs = 1;
+	INIT_LIST_HEAD(&inode->dirty_list);
+	h = inode_hash(mnt, root->root_key.objectid, ino);
+	inode->hash_next = mnt->hash[h];
+	mnt->hash[h] = inode;
+	mnt->nr_inodes++;
+	*ret = inode;
+	return 0;
+}
+
+int tlog_iget(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino, struct tlog_inode **ret)
+{
+	struct tlog_inode *inode = find_cached(mnt, root, ino);
+	struct btrfs_inode_item item;
+	int err;
+
+	if (inode) {
+		if (inode->evicted)
+			return -ENOENT;
+		inode->refs++;
+		*ret = inode;
+		return 0;
+	}
+	err = btrfs_lookup_inode(root, ino, &item);
+	if (err)
+		return err;
+	return add_cached(mnt, root, ino, &item, ret);
+}
+
+void tlog_iput(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	(void)mnt;
+	/*
+	 * Inodes stay cached for the whole mount: their runtime state
+	 * (index_cnt, the logging fields) is what the kernel keeps while an
+	 * inode is in memory, and a script's inodes are few next to its data.
+	 */
+	if (inode && inode->refs > 0)
+		inode->refs--;
+}
+
+void tlog_inode_mark_dirty(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	inode->item_dirty = true;
+	if (mnt->trans)
+		inode->last_trans = mnt->trans->transid;
+	if (list_empty(&inode->dirty_list))
+		list_add_tail(&inode->dirty_list, &mnt->dirty_inodes);
+}
+
+/* Write the in-memory item of @inode into its tree (the delayed inode update). */
+static int write_inode_item(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	struct btrfs_key key = { inode->ino, BTRFS_INODE_ITEM_KEY, 0 };
+	struct tlog_trans *trans;
+	struct btrfs_inode_item item = inode->item;
+	struct btrfs_path path;
+	int err;
+
+	err = tlog_mount_trans(mnt, &trans);
+	if (err)
+		return err;
+	btrfs_set_inode_item_size(&item, inode->disk_i_size);
+	btrfs_set_inode_item_transid(&item, trans->transid);
+	btrfs_init_path(&path);
+	err = btrfs_search_slot_for_write(trans, inode->root, &key, &path, 0);
+	if (err > 0)
+		err = tlog_error(-EUCLEAN, "inode %llu of tree %llu has no inode item",
+				 (unsigned long long)inode->ino,
+				 (unsigned long long)inode->root->root_key.objectid);
+	if (!err && btrfs_item_size(path.nodes[0], path.slots[0]) < sizeof(item))
+		err = tlog_error(-EUCLEAN, "inode %llu: inode item too small",
+				 (unsigned long long)inode->ino);
+	if (!err) {
+		memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0]), &item, sizeof(item));
+		inode->item_dirty = false;
+		mnt->stats.inodes_written++;
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
+/* Write back every dirty inode item (before a commit). */
+static int write_dirty_inode_items(struct tlog_mount *mnt)
+{
+	struct list_head *pos = mnt->dirty_inodes.next;
+
+	while (pos != &mnt->dirty_inodes) {
+		struct tlog_inode *inode = list_entry(pos, struct tlog_inode, dirty_list);
+		int err = 0;
+
+		pos = pos->next;
+		if (inode->item_dirty && !inode->evicted)
+			err = write_inode_item(mnt, inode);
+		if (err)
+			return err;
+		if (!inode->nr_dirty)
+			list_del_init(&inode->dirty_list);
+	}
+	return 0;
+}
+
+int tlog_commit(struct tlog_mount *mnt)
+{
+	int err;
+
+	if (!mnt->trans)
+		return 0;
+	err = write_dirty_inode_items(mnt);
+	if (!err)
+		err = tlog_trans_commit(mnt->trans);
+	else
+		tlog_trans_abort(mnt->trans);
+	mnt->trans = NULL;
+	if (!err)
+		mnt->stats.transactions++;
+	return err;
+}
+
+int tlog_sync(struct tlog_mount *mnt)
+{
+	return tlog_sync_root(mnt, NULL);
+}
+
+int tlog_sync_root(struct tlog_mount *mnt, struct btrfs_root *root)
+{
+	struct list_head *pos = mnt->dirty_inodes.next;
+
+	while (pos != &mnt->dirty_inodes) {
+		struct tlog_inode *inode = list_entry(pos, struct tlog_inode, dirty_list);
+		int err;
+
+		pos = pos->next;
+		if (inode->nr_dirty && !inode->evicted && (!root || inode->root == root)) {
+			err = tlog_writeback_inode(mnt, inode);
+			if (err)
+				return err;
+		}
+	}
+	return tlog_commit(mnt);
+}
+
+int tlog_fsync(struct tlog_mount *mnt, struct tlog_inode *inode, bool datasync)
+{
+	int err;
+
+	(void)datasync;
+	err = tlog_writeback_inode(mnt, inode);
+	return err ? err : tlog_commit(mnt);
+}
+
+/* ---- small policies shared by the operations ---- */
+
+static void inc_iversion(struct tlog_inode *inode)
+{
+	btrfs_set_inode_item_sequence(&inode->item, btrfs_inode_item_sequence(&inode->item) + 1);
+}
+
+/* A change of the inode's metadata: ctime, i_version (inode_inc_iversion). */
+static void touch_ctime(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	inode->item.ctime = mnt->now;
+	inc_iversion(inode);
+	tlog_inode_mark_dirty(mnt, inode);
+}
+
+/* A name came or went in @dir: mtime and ctime, i_version, and @delta of i_size. */
+void tlog_dir_changed(struct tlog_mount *mnt, struct tlog_inode *dir, s64 delta)
+{
+	u64 size = btrfs_inode_item_size(&dir->item);
+
+	btrfs_set_inode_item_size(&dir->item, delta < 0 && (u64)-delta > size ? 0 : size + delta);
+	dir->disk_i_size = btrfs_inode_item_size(&dir->item);
+	dir->item.mtime = mnt->now;
+	touch_ctime(mnt, dir);
+}
+
+static bool is_dir(const struct tlog_inode *inode)
+{
+	return S_ISDIR(tlog_inode_mode(inode));
+}
+
+static bool fs_has_incompat(const struct tlog_mount *mnt, u64 bit)
+{
+	return (mnt->fs->incompat & bit) != 0;
+}
+
+/*
+ * The next inode number of @root: one more than the highest in use when
+ * the mount first needed one (btrfs_init_root_free_objectid), counting
+ * up from there.
+ */
+int tlog_next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret)
+{
+	u64 id = root->root_key.objectid;
+	int i;
+
+	for (i = 0; i < mnt->nr_objectids && mnt->objectids[i].root != id; i++)
+		;
+	if (i == mnt->nr_objectids) {
+		struct btrfs_key key = { BTRFS_LAST_FREE_OBJECTID, (u8)-1, (u64)-1 };
+		struct btrfs_path path;
+		u64 next = BTRFS_FIRST_FREE_OBJECTID;
+		int err;
+
+		if (i == (int)(sizeof(mnt->objectids) / sizeof(mnt->objectids[0])))
+			return tlog_error(-ENOMEM, "too many subvolumes changed in one run");
+		btrfs_init_path(&path);
+		err = btrfs_search_slot(root, &key, &path);
+		if (err > 0)
+			err = btrfs_prev_item(root, &path);
+		if (err == 0) {
+			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+			if (key.objectid >= BTRFS_FIRST_FREE_OBJECTID &&
+			    key.objectid < BTRFS_LAST_FREE_OBJECTID)
+				next = key.objectid + 1;
+		}
+		btrfs_release_path(&path);
+		if (err < 0)
+			return err;
+		mnt->objectids[i].root = id;
+		mnt->objectids[i].next = next;
+		mnt->nr_objectids++;
+	}
+	if (mnt->objectids[i].next >= BTRFS_LAST_FREE_OBJECTID)
+		return -ENOSPC;
+	*ret = mnt->objectids[i].next++;
+	return 0;
+}
+
+/*
+ * The index the next name of @dir gets: the directory's counter, set on
+ * first use to one past its highest DIR_INDEX (2 when it has none: 0 and
+ * 1 stand for "." and ".."), as btrfs_set_inode_index_count() does.
+ */
+int tlog_dir_next_index(struct tlog_inode *dir, u64 *ret)
+{
+	if (!dir->index_cnt) {
+		struct btrfs_key key = { dir->ino, BTRFS_DIR_INDEX_KEY, (u64)-1 };
+		struct btrfs_path path;
+		int err;
+
+		btrfs_init_path(&path);
+		err = btrfs_search_backwards(dir->root, &key, &path);
+		if (err == 0) {
+			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+			dir->index_cnt = key.offset + 1;
+		}
+		btrfs_release_path(&path);
+		if (err < 0)
+			return err;
+		if (err > 0)
+			dir->index_cnt = 2;
+	}
+	*ret = dir->index_cnt++;
+	return 0;
+}
+
+/* ---- lookup ---- */
+
+static int check_name(const char *name, u16 len)
+{
+	if (len == 0)
+		return -ENOENT;
+	if (len > BTRFS_NAME_LEN)
+		return -ENAMETOOLONG;
+	if (memchr(name, '/', len))
+		return -EINVAL;
+	return 0;
+}
+
+/* The entry @name of @dir: 0 and *@de, or -ENOENT (recording nothing). */
+static int find_entry(struct tlog_inode *dir, const char *name, u16 len, struct tlog_dir_entry *de)
+{
+	struct tlog_errsave saved;
+	int err;
+
+	tlog_error_save(&saved);
+	err = btrfs_lookup_dir_entry(dir->root, dir->ino, name, len, de);
+	if (err == -ENOENT)
+		tlog_error_restore(&saved);
+	return err;
+}
+
+int tlog_lookup(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		struct tlog_inode **ret)
+{
+	struct tlog_dir_entry de;
+	struct tlog_ino target;
+	int err;
+
+	if (!is_dir(dir))
+		return -ENOTDIR;
+	if (len == 1 && name[0] == '.') {
+		dir->refs++;
+		*ret = dir;
+		return 0;
+	}
+	err = check_name(name, len);
+	if (err)
+		return err;
+	err = find_entry(dir, name, len, &de);
+	if (err)
+		return err;
+	err = btrfs_entry_target(mnt->fs, dir->root, &de, &target);
+	if (err)
+		return err;
+	return tlog_iget(mnt, target.root, target.ino, ret);
+}
+
+/* Walk @path up to (without) its last component; *@last points at that. */
+static int walk_path(struct tlog_mount *mnt, const char *path, struct tlog_inode **ret,
+		     const char **last, u16 *last_len)
+{
+	struct btrfs_root *top;
+	struct tlog_inode *cur;
+	const char *p = path;
+	int err;
+
+	if (path[0] != '/')
+		return -EINVAL;
+	err = btrfs_read_root(mnt->fs, BTRFS_FS_TREE_OBJECTID, &top);
+	if (err)
+		return err;
+	err = tlog_iget(mnt, top, btrfs_root_item_root_dirid(&top->root_item), &cur);
+	if (err)
+		return err;
+	for (;;) {
+		const char *name, *end;
+		struct tlog_inode *next;
+
+		while (*p == '/')
+			p++;
+		name = p;
+		end = strchr(name, '/');
+		if (!end)
+			end = name + strlen(name);
+		p = end;
+		while (*p == '/')
+			p++;
+		if (!*p) {
+			/* the last component (empty for "/") */
+			if (end - name > BTRFS_NAME_LEN) {
+				tlog_iput(mnt, cur);
+				return -ENAMETOOLONG;
+			}
+			*last = name;
+			*last_len = (u16)(end - name);
+			*ret = cur;
+			return 0;
+		}
+		if (end - name > BTRFS_NAME_LEN) {
+			tlog_iput(mnt, cur);
+			return -ENAMETOOLONG;
+		}
+		if (end - name == 2 && name[0] == '.' && name[1] == '.') {
+			/* ".." would need the parent; scripts name paths from the root */
+			tlog_iput(mnt, cur);
+			return -EINVAL;
+		}
+		err = tlog_lookup(mnt, cur, name, (u16)(end - name), &next);
+		tlog_iput(mnt, cur);
+		if (err)
+			return err;
+		if (S_ISLNK(tlog_inode_mode(next))) {
+			tlog_iput(mnt, next);
+			return -ELOOP;
+		}
+		cur = next;
+	}
+}
+
+int tlog_lookup_parent(struct tlog_mount *mnt, const char *path, struct tlog_inode **dir,
+		       const char **name, u16 *len)
+{
+	int err = walk_path(mnt, path, dir, name, len);
+
+	if (err)
+		return err;
+	if (!is_dir(*dir)) {
+		tlog_iput(mnt, *dir);
+		return -ENOTDIR;
+	}
+	return 0;
+}
+
+int tlog_lookup_path(struct tlog_mount *mnt, const char *path, struct tlog_inode **ret)
+{
+	struct tlog_inode *dir;
+	const char *name;
+	u16 len;
+	int err = tlog_lookup_parent(mnt, path, &dir, &name, &len);
+
+	if (err)
+		return err;
+	if (len == 0) {
+		*ret = dir;
+		return 0;
+	}
+	err = tlog_lookup(mnt, dir, name, len, ret);
+	tlog_iput(mnt, dir);
+	return err;
+}
+
+/* ---- names: the items of a link ---- */
+
+/*
+ * Room for one more name in an INODE_REF item: the item must still fit an
+ * empty leaf with its header (the kernel's -EOVERFLOW when it would not).
+ */
+static bool ref_item_full(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino, u64 parent,
+			  u16 len)
+{
+	struct btrfs_key key = { ino, BTRFS_INODE_REF_KEY, parent };
+	struct btrfs_path path;
+	u32 size = 0;
+	bool full;
+
+	btrfs_init_path(&path);
+	if (btrfs_search_slot(root, &key, &path) == 0)
+		size = btrfs_item_size(path.nodes[0], path.slots[0]);
+	btrfs_release_path(&path);
+	full = size && size + sizeof(struct btrfs_inode_ref) + len + sizeof(struct btrfs_item) >
+			       mnt->fs->nodesize - sizeof(struct btrfs_header);
+	return full;
+}
+
+static int insert_extref(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			 u64 parent, const char *name, u16 len, u64 index)
+{
+	struct btrfs_key key = { ino, BTRFS_INODE_EXTREF_KEY, btrfs_extref_hash(parent, name, len) };
+	u8 buf[sizeof(struct btrfs_inode_extref) + BTRFS_NAME_LEN];
+	struct btrfs_inode_extref *ref = (void *)buf;
+	struct btrfs_path path;
+	u32 size = sizeof(*ref) + len, old;
+	int err;
+
+	btrfs_set_inode_extref_parent_objectid(ref, parent);
+	btrfs_set_inode_extref_index(ref, index);
+	btrfs_set_inode_extref_name_len(ref, len);
+	memcpy(ref + 1, name, len);
+	btrfs_init_path(&path);
+	err = btrfs_search_slot_for_write(trans, root, &key, &path, (int)size);
+	if (err > 0) {
+		btrfs_release_path(&path);
+		return btrfs_insert_item(trans, root, &key, buf, size);
+	}
+	if (err == 0) {
+		/* another name with the same hash: entries share the item */
+		old = btrfs_item_size(path.nodes[0], path.slots[0]);
+		err = btrfs_extend_item(trans, &path, size);
+		if (!err)
+			memcpy((u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]) + old, buf, size);
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
+/*
+ * The back reference of a new name: INODE_REF, or, when that item is
+ * full, INODE_EXTREF if the filesystem has extended refs (else -EMLINK,
+ * as btrfs_insert_inode_ref returns).
+ */
+static int add_backref(struct tlog_mount *mnt, struct tlog_inode *inode, struct tlog_inode *dir,
+		       const char *name, u16 len, u64 index)
+{
+	if (ref_item_full(mnt, inode->root, inode->ino, dir->ino, len)) {
+		if (!fs_has_incompat(mnt, BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF))
+			return -EMLINK;
+		return insert_extref(mnt->trans, inode->root, inode->ino, dir->ino, name, len,
+				     index);
+	}
+	return btrfs_insert_inode_ref(mnt->trans, inode->root, inode->ino, dir->ino, name, len,
+				      index);
+}
+
+/*
+ * btrfs_add_link: the name's back reference (with @backref), DIR_ITEM and
+ * DIR_INDEX, and the directory's size and times.
+ */
+static int add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
+		    const char *name, u16 len, u64 index, bool backref)
+{
+	struct btrfs_key loc = { inode->ino, BTRFS_INODE_ITEM_KEY, 0 };
+	int err = 0;
+
+	if (backref)
+		err = add_backref(mnt, inode, dir, name, len, index);
+	if (!err)
+		err = btrfs_add_dir_entries(mnt->trans, dir->root, dir->ino, name, len, &loc,
+					    btrfs_mode_to_ftype(tlog_inode_mode(inode)), index);
+	if (!err)
+		tlog_dir_changed(mnt, dir, 2 * (s64)len);
+	return err;
+}
+
+/*
+ * __btrfs_unlink_inode: the name's items and the directory's size and
+ * times; the link count is the caller's.  *@index (may be NULL) gets the
+ * name's index.
+ */
+static int remove_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
+		       const char *name, u16 len, u64 *index)
+{
+	u64 idx;
+	int err;
+
+	err = btrfs_delete_inode_ref(mnt->trans, inode->root, inode->ino, dir->ino, name, len,
+				     &idx);
+	if (err == -ENOENT)
+		err = tlog_error(-EUCLEAN, "inode %llu has no back reference \"%.*s\" in %llu",
+				 (unsigned long long)inode->ino, len, name,
+				 (unsigned long long)dir->ino);
+	if (!err)
+		err = btrfs_remove_dir_entries(mnt->trans, dir->root, dir->ino, name, len, idx);
+	if (err)
+		return err;
+	tlog_dir_changed(mnt, dir, -2 * (s64)len);
+	dir->last_unlink_trans = mnt->trans->transid;
+	if (index)
+		*index = idx;
+	return 0;
+}
+
+/* One link less (drop_nlink + ctime); the last one evicts the inode. */
+static int drop_link(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	u32 nlink = btrfs_inode_item_nlink(&inode->item);
+
+	if (is_dir(inode))
+		nlink = 0;		/* rmdir: a directory has one link, gone with its name */
+	else if (nlink)
+		nlink--;
+	btrfs_set_inode_item_nlink(&inode->item, nlink);
+	touch_ctime(mnt, inode);
+	return nlink ? 0 : tlog_evict_inode(mnt, inode);
+}
+
+/* ---- create ---- */
+
+/* btrfs_inherit_iflags: what a new inode takes from its directory's flags. */
+static u64 inherited_flags(const struct tlog_inode *dir, u32 mode)
+{
+	u64 dflags = btrfs_inode_item_flags(&dir->item), flags = 0;
+
+	if (dflags & BTRFS_INODE_NOCOMPRESS)
+		flags |= BTRFS_INODE_NOCOMPRESS;
+	else if (dflags & BTRFS_INODE_COMPRESS)
+		flags |= BTRFS_INODE_COMPRESS;
+	if (dflags & BTRFS_INODE_NODATACOW) {
+		flags |= BTRFS_INODE_NODATACOW;
+		if (S_ISREG(mode))
+			flags |= BTRFS_INODE_NODATASUM;
+	}
+	return flags;
+}
+
+/* The symlink's target: an inline extent of its bytes, uncompressed. */
+static int insert_symlink_target(struct tlog_mount *mnt, struct tlog_inode *inode,
+				 const char *target, u32 len)
+{
+	struct btrfs_key key = { inode->ino, BTRFS_EXTENT_DATA_KEY, 0 };
+	u32 size = BTRFS_FILE_EXTENT_INLINE_DATA_START + len;
+	struct btrfs_file_extent_item *fi;
+	u8 *buf = calloc(1, size);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	fi = (void *)buf;
+	btrfs_set_file_extent_item_generation(fi, mnt->trans->transid);
+	btrfs_set_file_extent_item_ram_bytes(fi, len);
+	btrfs_set_file_extent_item_type(fi, BTRFS_FILE_EXTENT_INLINE);
+	memcpy(buf + BTRFS_FILE_EXTENT_INLINE_DATA_START, target, len);
+	err = btrfs_insert_item(mnt->trans, inode->root, &key, buf, size);
+	free(buf);
+	return err;
+}
+
+/* The largest inline extent a leaf can hold (BTRFS_MAX_INLINE_DATA_SIZE). */
+u32 tlog_max_inline_data_size(const struct tlog_fs *fs)
+{
+	return fs->nodesize - sizeof(struct btrfs_header) - sizeof(struct btrfs_item) -
+	       BTRFS_FILE_EXTENT_INLINE_DATA_START;
+}
+
+/* The new inode's item and INODE_REF, in one batch (btrfs_create_new_inode). */
+static int insert_new_inode(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name,
+			    u16 len, u32 mode, u64 rdev, u64 ino, u64 index,
+			    struct btrfs_inode_item *ii)
+{
+	struct btrfs_key keys[2] = {
+		{ ino, BTRFS_INODE_ITEM_KEY, 0 },
+		{ ino, BTRFS_INODE_REF_KEY, dir->ino },
+	};
+	u32 sizes[2] = { sizeof(*ii), sizeof(struct btrfs_inode_ref) + len };
+	struct btrfs_inode_ref *ref;
+	struct btrfs_path path;
+	int err;
+
+	memset(ii, 0, sizeof(*ii));
+	btrfs_set_inode_item_generation(ii, mnt->trans->transid);
+	btrfs_set_inode_item_transid(ii, mnt->trans->transid);
+	btrfs_set_inode_item_nlink(ii, 1);
+	btrfs_set_inode_item_mode(ii, mode);
+	btrfs_set_inode_item_rdev(ii, rdev);
+	btrfs_set_inode_item_flags(ii, inherited_flags(dir, mode));
+	ii->atime = ii->ctime = ii->mtime = ii->otime = mnt->now;
+	btrfs_init_path(&path);
+	err = btrfs_insert_empty_items(mnt->trans, dir->root, &path, keys, sizes, 2);
+	if (err)
+		return err;
+	memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0]), ii, sizeof(*ii));
+	ref = btrfs_item_ptr(path.nodes[0], path.slots[0] + 1);
+	btrfs_set_inode_ref_index(ref, index);
+	btrfs_set_inode_ref_name_len(ref, len);
+	memcpy(ref + 1, name, len);
+	btrfs_release_path(&path);
+	return 0;
+}
+
+/* What every operation that adds a name to @dir checks first (may_create). */
+int tlog_may_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len)
+{
+	struct tlog_dir_entry de;
+	int err;
+
+	(void)mnt;
+	if (!is_dir(dir))
+		return -ENOTDIR;
+	if (len == 0)
+		return -EEXIST;		/* the path names an existing directory */
+	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
+		return -EEXIST;
+	err = check_name(name, len);
+	if (err)
+		return err;
+	if (btrfs_inode_item_nlink(&dir->item) == 0 || dir->evicted)
+		return -ENOENT;
+	err = find_entry(dir, name, len, &de);
+	if (err == 0)
+		return -EEXIST;
+	return err == -ENOENT ? 0 : err;
+}
+
+int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		u32 mode, u64 rdev, const char *target, struct tlog_inode **ret)
+{
+	struct btrfs_inode_item ii;
+	struct tlog_inode *inode;
+	size_t target_len = target ? strlen(target) : 0;
+	u64 ino = 0, index = 0;
+	int err;
+
+	err = tlog_may_create(mnt, dir, name, len);
+	if (err)
+		return err;
+	if (S_ISLNK(mode)) {
+		if (target_len == 0)
+			return -ENOENT;
+		if (target_len >= 4096 || target_len > tlog_max_inline_data_size(mnt->fs))
+			return -ENAMETOOLONG;
+	}
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err)
+		err = tlog_next_objectid(mnt, dir->root, &ino);
+	if (!err)
+		err = tlog_dir_next_index(dir, &index);
+	if (!err)
+		err = insert_new_inode(mnt, dir, name, len, mode, rdev, ino, index, &ii);
+	if (err)
+		return err;
+	err = add_cached(mnt, dir->root, ino, &ii, &inode);
+	if (err)
+		return err;
+	inode->last_trans = mnt->trans->transid;
+	if (S_ISLNK(mode)) {
+		err = insert_symlink_target(mnt, inode, target, (u32)target_len);
+		btrfs_set_inode_item_size(&inode->item, target_len);
+		btrfs_set_inode_item_nbytes(&inode->item, target_len);
+		inode->disk_i_size = target_len;
+		tlog_inode_mark_dirty(mnt, inode);
+	}
+	if (!err)
+		err = add_link(mnt, dir, inode, name, len, index, false);
+	if (err || !ret)
+		tlog_iput(mnt, inode);
+	else
+		*ret = inode;
+	return err;
+}
+
+/* ---- link, unlink, rmdir ---- */
+
+int tlog_link(struct tlog_mount *mnt, struct tlog_inode *inode, struct tlog_inode *dir,
+	      const char *name, u16 len)
+{
+	u64 index;
+	int err;
+
+	err = tlog_may_create(mnt, dir, name, len);
+	if (err)
+		return err;
+	if (is_dir(inode))
+		return -EPERM;
+	if (inode->root != dir->root)
+		return -EXDEV;
+	if (btrfs_inode_item_nlink(&inode->item) == 0)
+		return -ENOENT;
+	if (btrfs_inode_item_nlink(&inode->item) >= BTRFS_LINK_MAX)
+		return -EMLINK;
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err)
+		err = tlog_dir_next_index(dir, &index);
+	if (err)
+		return err;
+	/* the refusal of a full ref item comes before anything changed */
+	if (!fs_has_incompat(mnt, BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF) &&
+	    ref_item_full(mnt, inode->root, inode->ino, dir->ino, len))
+		return -EMLINK;
+	btrfs_set_inode_item_nlink(&inode->item, btrfs_inode_item_nlink(&inode->item) + 1);
+	touch_ctime(mnt, inode);
+	inode->needs_full_log = true;
+	return add_link(mnt, dir, inode, name, len, index, true);
+}
+
+/* Whether directory @inode has no names (btrfs_rmdir's i_size test). */
+static bool dir_is_empty(const struct tlog_inode *inode)
+{
+	return btrfs_inode_item_size(&inode->item) == BTRFS_EMPTY_DIR_SIZE;
+}
+
+/* The root directory of a subvolume is no name in its parent's tree we can unlink. */
+static bool is_subvol_root(const struct tlog_inode *inode)
+{
+	return inode->ino == btrfs_root_item_root_dirid(&inode->root->root_item);
+}
+
+int tlog_unlink(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		bool rmdir)
+{
+	struct tlog_inode *inode;
+	int err;
+
+	if (len == 0)
+		return rmdir ? -EBUSY : -EISDIR;
+	if (len == 1 && name[0] == '.')
+		return rmdir ? -EINVAL : -EISDIR;
+	if (len == 2 && name[0] == '.' && name[1] == '.')
+		return rmdir ? -ENOTEMPTY : -EISDIR;
+	err = tlog_lookup(mnt, dir, name, len, &inode);
+	if (err)
+		return err;
+	if (rmdir && !is_dir(inode))
+		err = -ENOTDIR;
+	else if (!rmdir && is_dir(inode))
+		err = -EISDIR;
+	else if (inode->root != dir->root || is_subvol_root(inode))
+		err = -EPERM;		/* subvolumes are deleted with their own command */
+	else if (rmdir && !dir_is_empty(inode))
+		err = -ENOTEMPTY;
+	if (!err)
+		err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err)
+		err = remove_link(mnt, dir, inode, name, len, NULL);
+	if (!err)
+		err = drop_link(mnt, inode);
+	tlog_iput(mnt, inode);
+	return err;
+}
+
+int tlog_evict_inode(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	struct btrfs_key key = { inode->ino, 0, 0 };
+	u64 freed = 0;
+	int err;
+
+	/* the data first: extents give their references back */
+	err = btrfs_drop_file_extents(mnt->trans, inode->root, inode->ino, 0, (u64)-1, &freed);
+	while (!err) {
+		struct btrfs_path path;
+		int ret;
+
+		btrfs_init_path(&path);
+		key = (struct btrfs_key){ inode->ino, 0, 0 };
+		ret = btrfs_search_slot_for_write(mnt->trans, inode->root, &key, &path, -1);
+		if (ret >= 0 && path.slots[0] >= (int)btrfs_header_nritems_eb(path.nodes[0])) {
+			btrfs_release_path(&path);
+			ret = btrfs_search_forward(inode->root, &key, &path);
+			if (ret == 0) {
+				btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+				btrfs_release_path(&path);
+				if (key.objectid != inode->ino)
+					break;
+				ret = btrfs_search_slot_for_write(mnt->trans, inode->root, &key,
+								  &path, -1);
+			} else {
+				btrfs_release_path(&path);
+				if (ret > 0)
+					break;
+			}
+		}
+		if (ret < 0) {
+			err = ret;
+			btrfs_release_path(&path);
+			break;
+		}
+		/* delete every item of the inode in this leaf at once */
+		{
+			struct extent_buffer *leaf = path.nodes[0];
+			int first = path.slots[0], n = 0, nr = btrfs_header_nritems_eb(leaf);
+
+			while (first + n < nr) {
+				struct btrfs_key k;
+
+				btrfs_item_key_to_cpu(leaf, &k, first + n);
+				if (k.objectid != inode->ino)
+					break;
+				n++;
+			}
+			if (n == 0) {
+				btrfs_release_path(&path);
+				break;
+			}
+			err = btrfs_del_items(mnt->trans, inode->root, &path, first, n);
+		}
+		btrfs_release_path(&path);
+	}
+	if (err)
+		return err;
+	inode->evicted = true;
+	inode->item_dirty = false;
+	inode->nr_dirty = 0;
+	list_del_init(&inode->dirty_list);
+	return 0;
+}
+
+/* ---- rename ---- */
+
+/* Whether @anc is @inode or one of its ancestors (walking the INODE_REFs up). */
+static int is_ancestor(struct tlog_mount *mnt, struct tlog_inode *anc, struct tlog_inode *inode,
+		       bool *ret)
+{
+	u64 cur = inode->ino;
+	int guard = 0;
+
+	*ret = false;
+	if (anc->root != inode->root)
+		return 0;
+	while (guard++ < 4096) {
+		struct btrfs_key key = { cur, BTRFS_INODE_REF_KEY, 0 };
+		struct btrfs_path path;
+		int err;
+
+		if (cur == anc->ino) {
+			*ret = true;
+			return 0;
+		}
+		if (cur == btrfs_root_item_root_dirid(&inode->root->root_item))
+			return 0;
+		btrfs_init_path(&path);
+		err = btrfs_search_forward(inode->root, &key, &path);
+		if (err == 0) {
+			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+			if (key.objectid != cur || key.type != BTRFS_INODE_REF_KEY)
+				err = 1;
+		}
+		btrfs_release_path(&path);
+		if (err)
+			return err < 0 ? err : 0;
+		cur = key.offset;
+	}
+	(void)mnt;
+	return tlog_error(-ELOOP, "directory %llu: parents loop", (unsigned long long)inode->ino);
+}
+
+static int rename_exchange(struct tlog_mount *mnt, struct tlog_inode *odir, struct tlog_inode *old,
+			   const char *oname, u16 olen, struct tlog_inode *ndir,
+			   struct tlog_inode *new, const char *nname, u16 nlen)
+{
+	u64 old_idx, new_idx;
+	int err;
+
+	err = tlog_dir_next_index(ndir, &old_idx);
+	if (!err)
+		err = tlog_dir_next_index(odir, &new_idx);
+	if (!err)
+		err = remove_link(mnt, odir, old, oname, olen, NULL);
+	if (!err)
+		err = remove_link(mnt, ndir, new, nname, nlen, NULL);
+	if (!err)
+		err = add_link(mnt, ndir, old, nname, nlen, old_idx, true);
+	if (!err)
+		err = add_link(mnt, odir, new, oname, olen, new_idx, true);
+	if (!err) {
+		touch_ctime(mnt, old);
+		touch_ctime(mnt, new);
+	}
+	return err;
+}
+
+/* The VFS's and btrfs_rename's refusals, in their order. */
+static int may_rename(struct tlog_mount *mnt, struct tlog_inode *odir, struct tlog_inode *old,
+		      struct tlog_inode *ndir, struct tlog_inode *new, unsigned int flags)
+{
+	bool anc;
+	int err;
+
+	if ((flags & TLOG_RENAME_EXCHANGE) && !new)
+		return -ENOENT;
+	if ((flags & TLOG_RENAME_NOREPLACE) && new)
+		return -EEXIST;
+	/* lock_rename's trap: the source may not be an ancestor of the target */
+	if (is_dir(old)) {
+		err = is_ancestor(mnt, old, ndir, &anc);
+		if (err)
+			return err;
+		if (anc)
+			return -EINVAL;
+	}
+	if (new && is_dir(new) && !(flags & TLOG_RENAME_EXCHANGE)) {
+		err = is_ancestor(mnt, new, odir, &anc);
+		if (err)
+			return err;
+		if (anc)
+			return -ENOTEMPTY;
+	}
+	if (new == old)
+		return 1;		/* the same inode: rename does nothing, successfully */
+	if (new && !(flags & TLOG_RENAME_EXCHANGE)) {
+		if (is_dir(old) && !is_dir(new))
+			return -ENOTDIR;
+		if (!is_dir(old) && is_dir(new))
+			return -EISDIR;
+	}
+	if (old->root != ndir->root || (new && new->root != odir->root))
+		return -EXDEV;
+	if (is_subvol_root(old) || (new && is_subvol_root(new)))
+		return -EXDEV;
+	if (new && is_dir(new) && !(flags & TLOG_RENAME_EXCHANGE) && !dir_is_empty(new))
+		return -ENOTEMPTY;
+	if (!new && !is_dir(ndir))
+		return -ENOTDIR;
+	if (btrfs_inode_item_nlink(&ndir->item) == 0)
+		return -ENOENT;
+	return 0;
+}
+
+int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *oname, u16 olen,
+		struct tlog_inode *ndir, const char *nname, u16 nlen, unsigned int flags)
+{
+	struct tlog_inode *old = NULL, *new = NULL;
+	u64 index;
+	int err;
+
+	if (olen == 0 || nlen == 0)
+		return -EBUSY;
+	if ((olen == 1 && oname[0] == '.') || (olen == 2 && !memcmp(oname, "..", 2)) ||
+	    (nlen == 1 && nname[0] == '.') || (nlen == 2 && !memcmp(nname, "..", 2)))
+		return -EBUSY;
+	err = check_name(nname, nlen);
+	if (err)
+		return err;
+	err = tlog_lookup(mnt, odir, oname, olen, &old);
+	if (err)
+		return err;
+	err = tlog_lookup(mnt, ndir, nname, nlen, &new);
+	if (err == -ENOENT)
+		new = NULL;
+	else if (err)
+		goto out;
+	err = may_rename(mnt, odir, old, ndir, new, flags);
+	if (err) {
+		err = err > 0 ? 0 : err;
+		goto out;
+	}
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (err)
+		goto out;
+	if (flags & TLOG_RENAME_EXCHANGE) {
+		err = rename_exchange(mnt, odir, old, oname, olen, ndir, new, nname, nlen);
+		goto out;
+	}
+	/* replacing a file with data: the new one's data goes to disk first (auto_da_alloc) */
+	if (new && S_ISREG(tlog_inode_mode(old)) && btrfs_inode_item_size(&new->item)) {
+		err = tlog_writeback_inode(mnt, old);
+		if (err)
+			goto out;
+	}
+	/* btrfs_rename: the index first, then the old name out, the target out, the new name in */
+	err = tlog_dir_next_index(ndir, &index);
+	if (!err)
+		err = remove_link(mnt, odir, old, oname, olen, NULL);
+	if (!err)
+		touch_ctime(mnt, old);
+	if (!err && new) {
+		err = remove_link(mnt, ndir, new, nname, nlen, NULL);
+		if (!err)
+			err = drop_link(mnt, new);
+	}
+	if (!err)
+		err = add_link(mnt, ndir, old, nname, nlen, index, true);
+out:
+	tlog_iput(mnt, old);
+	tlog_iput(mnt, new);
+	return err;
+}
+
+/* ---- attributes ---- */
+
+int tlog_chmod(struct tlog_mount *mnt, struct tlog_inode *inode, u32 mode)
+{
+	u32 old = tlog_inode_mode(inode);
+	int err = tlog_mount_trans(mnt, &mnt->trans);
+
+	if (err)
+		return err;
+	btrfs_set_inode_item_mode(&inode->item, (old & S_IFMT) | (mode & 07777));
+	touch_ctime(mnt, inode);
+	return 0;
+}
+
+static int kill_capability(struct tlog_mount *mnt, struct tlog_inode *inode);
+
+int tlog_chown(struct tlog_mount *mnt, struct tlog_inode *inode, u32 uid, u32 gid)
+{
+	u32 mode = tlog_inode_mode(inode);
+	int err = tlog_mount_trans(mnt, &mnt->trans);
+
+	if (err)
+		return err;
+	/* chown_common: a non-directory loses setuid, setgid if group-executable, and caps */
+	if (!S_ISDIR(mode)) {
+		mode &= ~S_ISUID;
+		if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+			mode &= ~S_ISGID;
+		err = kill_capability(mnt, inode);
+		if (err)
+			return err;
+	}
+	btrfs_set_inode_item_mode(&inode->item, mode);
+	btrfs_set_inode_item_uid(&inode->item, uid);
+	btrfs_set_inode_item_gid(&inode->item, gid);
+	touch_ctime(mnt, inode);
+	return 0;
+}
+
+int tlog_utimes(struct tlog_mount *mnt, struct tlog_inode *inode,
+		const struct btrfs_timespec *atime, const struct btrfs_timespec *mtime)
+{
+	int err = tlog_mount_trans(mnt, &mnt->trans);
+
+	if (err)
+		return err;
+	inode->item.atime = *atime;
+	inode->item.mtime = *mtime;
+	touch_ctime(mnt, inode);
+	return 0;
+}
+
+int tlog_set_inode_flags(struct tlog_mount *mnt, struct tlog_inode *inode, u64 set, u64 clear)
+{
+	u64 flags = btrfs_inode_item_flags(&inode->item), nflags;
+	u32 mode = tlog_inode_mode(inode);
+	int err;
+
+	nflags = (flags | set) & ~clear;
+	if ((nflags & BTRFS_INODE_COMPRESS) && (nflags & BTRFS_INODE_NOCOMPRESS))
+		return -EINVAL;
+	/* btrfs_fileattr_set: NOCOW may change only on empty files (silently kept otherwise) */
+	if ((set ^ clear) & BTRFS_INODE_NODATACOW) {
+		if (S_ISREG(mode) && btrfs_inode_item_size(&inode->item)) {
+			nflags = (nflags & ~BTRFS_INODE_NODATACOW) |
+				 (flags & BTRFS_INODE_NODATACOW);
+		} else if (nflags & BTRFS_INODE_NODATACOW) {
+			if (S_ISREG(mode))
+				nflags |= BTRFS_INODE_NODATASUM;
+		} else if (S_ISREG(mode)) {
+			nflags &= ~BTRFS_INODE_NODATASUM;
+		}
+	}
+	/* compression and nocow exclude each other: +c clears C */
+	if (set & BTRFS_INODE_COMPRESS)
+		nflags &= ~(BTRFS_INODE_NOCOMPRESS | BTRFS_INODE_NODATACOW);
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (err)
+		return err;
+	btrfs_set_inode_item_flags(&inode->item, nflags);
+	touch_ctime(mnt, inode);
+	return 0;
+}
+
+/* ---- xattrs ---- */
+
+#define XATTR_SIZE_MAX		65536
+#define XATTR_NAME_MAX		255
+
+/* The largest name + value an XATTR_ITEM can hold (BTRFS_MAX_XATTR_SIZE). */
+static u32 max_xattr_size(const struct tlog_fs *fs)
+{
+	return fs->nodesize - sizeof(struct btrfs_header) - sizeof(struct btrfs_item) -
+	       sizeof(struct btrfs_dir_item);
+}
+
+/* The namespaces btrfs has handlers for; anything else is EOPNOTSUPP. */
+static int check_xattr_name(const struct tlog_inode *inode, const char *name, bool write)
+{
+	static const char *const prefixes[] = { "user.", "security.", "trusted.", "btrfs.", NULL };
+	size_t len = strlen(name);
+	u32 mode = tlog_inode_mode(inode);
+	bool known = strcmp(name, "system.posix_acl_access") == 0 ||
+		     strcmp(name, "system.posix_acl_default") == 0;
+
+	if (len == 0 || len > XATTR_NAME_MAX)
+		return -ERANGE;
+	for (int i = 0; !known && prefixes[i]; i++) {
+		size_t pl = strlen(prefixes[i]);
+
+		if (strncmp(name, prefixes[i], pl) == 0) {
+			if (len == pl)
+				return -EINVAL;	/* a bare prefix names nothing */
+			known = true;
+		}
+	}
+	if (!known)
+		return -EOPNOTSUPP;
+	/* xattr_permission: user.* only on regular files and directories */
+	if (strncmp(name, "user.", 5) == 0 && !S_ISREG(mode) && !S_ISDIR(mode))
+		return write ? -EPERM : -ENODATA;
+	if (strcmp(name, "system.posix_acl_default") == 0 && !S_ISDIR(mode))
+		return write ? -EACCES : -ENODATA;
+	return 0;
+}
+
+/* Whether @inode has xattr @name. */
+static int find_xattr(struct tlog_inode *inode, const char *name, bool *found)
+{
+	u16 len = (u16)strlen(name);
+	struct btrfs_key key = { inode->ino, BTRFS_XATTR_ITEM_KEY, btrfs_name_hash(name, len) };
+	struct tlog_dir_entry de;
+	struct btrfs_path path;
+	int err;
+
+	*found = false;
+	btrfs_init_path(&path);
+	err = btrfs_search_slot(inode->root, &key, &path);
+	if (err == 0) {
+		err = btrfs_find_name_in_dir_item(path.nodes[0], path.slots[0], name, len, &de,
+						  NULL);
+		*found = err == 0;
+		if (err == -ENOENT)
+			err = 0;
+	} else if (err > 0) {
+		err = 0;
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
+/* A POSIX ACL value: a version 2 header and whole entries (posix_acl_from_xattr). */
+static int check_acl_value(const void *value, size_t size)
+{
+	const u8 *v = value;
+
+	if (size < 4)
+		return -EINVAL;
+	if ((v[0] | v[1] << 8 | v[2] << 16 | (u32)v[3] << 24) != 2)
+		return -EOPNOTSUPP;
+	if ((size - 4) % 8)
+		return -EINVAL;
+	return 0;
+}
+
+static int insert_xattr(struct tlog_mount *mnt, struct tlog_inode *inode, const char *name,
+			const void *value, size_t size)
+{
+	u16 len = (u16)strlen(name);
+	struct btrfs_key key = { inode->ino, BTRFS_XATTR_ITEM_KEY, btrfs_name_hash(name, len) };
+	struct btrfs_key loc = { 0, 0, 0 };
+	u32 esize = sizeof(struct btrfs_dir_item) + len + size;
+	u8 *buf = malloc(esize);
+	struct btrfs_dir_item *di = (void *)buf;
+	struct btrfs_path path;
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	memset(di, 0, sizeof(*di));
+	btrfs_cpu_key_to_disk(&di->location, &loc);
+	btrfs_set_dir_item_transid(di, mnt->trans->transid);
+	btrfs_set_dir_item_name_len(di, len);
+	btrfs_set_dir_item_data_len(di, (u16)size);
+	btrfs_set_dir_item_type(di, BTRFS_FT_XATTR);
+	memcpy(di + 1, name, len);
+	memcpy((u8 *)(di + 1) + len, value, size);
+	btrfs_init_path(&path);
+	err = btrfs_search_slot_for_write(mnt->trans, inode->root, &key, &path, (int)esize);
+	if (err > 0) {
+		btrfs_release_path(&path);
+		err = btrfs_insert_item(mnt->trans, inode->root, &key, buf, esize);
+	} else if (err == 0) {
+		/* names with the same hash share the item */
+		u32 old = btrfs_item_size(path.nodes[0], path.slots[0]);
+
+		if (old + esize + sizeof(struct btrfs_item) >
+		    mnt->fs->nodesize - sizeof(struct btrfs_header)) {
+			err = -ENOSPC;
+		} else {
+			err = btrfs_extend_item(mnt->trans, &path, esize);
+			if (!err)
+				memcpy((u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]) + old,
+				       buf, esize);
+		}
+		btrfs_release_path(&path);
+	}
+	free(buf);
+	return err;
+}
+
+int tlog_setxattr(struct tlog_mount *mnt, struct tlog_inode *inode, const char *name,
+		  const void *value, size_t size, unsigned int flags)
+{
+	bool found;
+	int err;
+
+	if (size > XATTR_SIZE_MAX)
+		return -E2BIG;
+	err = check_xattr_name(inode, name, true);
+	if (err)
+		return err;
+	if (strncmp(name, "system.posix_acl_", 17) == 0) {
+		err = check_acl_value(value, size);
+		if (err)
+			return err;
+	}
+	if (strncmp(name, "btrfs.", 6) == 0)
+		return -EOPNOTSUPP;	/* properties (btrfs.compression): not yet */
+	if (strlen(name) + size > max_xattr_size(mnt->fs))
+		return -ENOSPC;
+	err = find_xattr(inode, name, &found);
+	if (err)
+		return err;
+	if (found && (flags & TLOG_XATTR_CREATE))
+		return -EEXIST;
+	if (!found && (flags & TLOG_XATTR_REPLACE))
+		return -ENODATA;
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err && found)
+		err = btrfs_delete_xattr(mnt->trans, inode->root, inode->ino, name,
+					 (u16)strlen(name));
+	if (!err)
+		err = insert_xattr(mnt, inode, name, value, size);
+	if (!err)
+		touch_ctime(mnt, inode);
+	return err;
+}
+
+int tlog_removexattr(struct tlog_mount *mnt, struct tlog_inode *inode, const char *name)
+{
+	bool found;
+	int err;
+
+	err = check_xattr_name(inode, name, true);
+	if (err)
+		return err;
+	err = find_xattr(inode, name, &found);
+	if (err)
+		return err;
+	if (!found)
+		return -ENODATA;
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err)
+		err = btrfs_delete_xattr(mnt->trans, inode->root, inode->ino, name,
+					 (u16)strlen(name));
+	if (!err)
+		touch_ctime(mnt, inode);
+	return err;
+}
+
+/* security.capability goes when the file's owner changes (ATTR_KILL_PRIV). */
+static int kill_capability(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	static const char cap[] = "security.capability";
+	bool found;
+	int err = find_xattr(inode, cap, &found);
+
+	if (!err && found)
+		err = btrfs_delete_xattr(mnt->trans, inode->root, inode->ino, cap, sizeof(cap) - 1);
+	return err;
+}
+
+int tlog_inode_kill_privs(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	return kill_capability(mnt, inode);
+}
+
+int tlog_release_file(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	if (!inode->flush_on_close)
+		return 0;
+	inode->flush_on_close = false;
+	return tlog_writeback_inode(mnt, inode);
+}

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Inode operations with the kernel's semantics, on an unmounted image.
+ *
+ * A struct tlog_mount is what a mount of the image is to the kernel: the
+ * running transaction, the inodes in use (struct tlog_inode, the VFS
+ * inode and btrfs_inode in one), the next inode number of each subvolume
+ * and the clock.  Operations take inodes and names, as the VFS hands
+ * them to btrfs, and change the trees as fs/btrfs/inode.c would:
+ *
+ *  - Names (DIR_ITEM, DIR_INDEX, INODE_REF/EXTREF) and new inode items go
+ *    into the trees at once; later changes of an inode item are made to
+ *    the in-memory copy and written once, before the transaction commits
+ *    (the kernel's delayed inode: many updates, one item write).
+ *  - Data is written as the page cache holds it: a write only records the
+ *    bytes as dirty; writeback (tlog_writeback_inode, run by sync, fsync
+ *    and the operations that flush a range, as the kernel's do) turns dirty
+ *    ranges into extents the way the kernel's delalloc does, and moves the
+ *    on-disk i_size (disk_i_size) forward.  The dirty bytes are kept as
+ *    runs of one byte value, so memory grows with the number of writes,
+ *    not with their size.
+ *  - Inode numbers come from a per-subvolume counter started at the
+ *    highest number in use + 1 and never handed out twice in a mount;
+ *    directory index numbers likewise per directory (index_cnt).
+ *
+ * The runtime fields the logging code needs (logged_trans and friends)
+ * live here too, so that the fsync of a later change can decide, as the
+ * kernel's tree-log.c does, what has to be logged.
+ *
+ * Functions return 0 or -errno; an errno a system call would return
+ * (ENOENT, EEXIST, ENOTEMPTY...) is returned without recording an error
+ * context (it is an answer, not a failure), anything else records one.
+ */
+#ifndef TLOG_INODE_OPS_H
+#define TLOG_INODE_OPS_H
+
+#include <stdbool.h>
+#include "ctree.h"
+#include "list.h"
+#include "transaction.h"
+
+/* A run of dirty bytes of one value: [start, end) of the file. */
+struct tlog_dirty_run {
+	u64 start, end;
+	u8 byte;
+};
+
+struct tlog_inode {
+	struct btrfs_root *root;
+	u64 ino;
+	struct btrfs_inode_item item;	/* the inode as the kernel holds it (size = i_size) */
+	u64 disk_i_size;		/* the size the inode item has on disk */
+	int refs;
+	bool item_dirty;		/* the in-memory item must be written */
+	bool evicted;			/* its last name went: items deleted */
+	bool flush_on_close;		/* truncated to 0: the next close writes back */
+	/* directories: the next DIR_INDEX number, 0 until first needed */
+	u64 index_cnt;
+
+	/* page cache: dirty runs, sorted, not overlapping */
+	struct tlog_dirty_run *dirty;
+	size_t nr_dirty, alloc_dirty;
+
+	/* ---- state of the inode for the logging code (tree-log.c) ---- */
+	u64 generation;			/* transid of its creation */
+	u64 last_trans;			/* transaction of its last change */
+	u64 logged_trans;		/* transaction in which it was last logged */
+	u64 last_unlink_trans;		/* a directory: last transaction it lost a name */
+	u64 last_reflink_trans;
+	u64 last_dir_index_offset;	/* highest DIR_INDEX copied into the log */
+	bool full_sync;			/* the next fsync must log every extent */
+	bool needs_full_log;		/* the inode changed in ways the fast path misses */
+	struct tlog_dirty_run *modified; /* ranges written since the last log (bytes unused) */
+	size_t nr_modified, alloc_modified;
+
+	struct tlog_inode *hash_next;
+	struct list_head dirty_list;	/* on mnt->dirty_inodes while item_dirty or dirty */
+};
+
+struct tlog_mount_stats {
+	u64 transactions;		/* committed */
+	u64 inodes_written;		/* inode items written back */
+	u64 extents_written;		/* data extents made by writeback */
+	u64 data_bytes_written;
+};
+
+struct tlog_mount {
+	struct tlog_fs *fs;
+	struct tlog_trans *trans;	/* running transaction, NULL until the first change */
+	struct btrfs_timespec now;	/* current_time() of the operation running */
+	bool fixed_clock;		/* SOURCE_DATE_EPOCH: times do not advance */
+	struct tlog_inode **hash;
+	size_t hash_size, nr_inodes;
+	struct list_head dirty_inodes;
+	struct {
+		u64 root;
+		u64 next;
+	} objectids[16];
+	int nr_objectids;
+	u64 max_inline;			/* bytes; the kernel's default, 2048 */
+	u8 compress_type;		/* -o compress=: BTRFS_COMPRESS_*, 0 for none */
+	int compress_level;		/* 0: the algorithm's default */
+	bool compress_force;		/* -o compress-force= */
+	/*
+	 * Data space the dirty data will need at writeback, at most (the
+	 * kernel's data reservation, bytes_may_use): recomputed exactly only
+	 * when space runs short.
+	 */
+	u64 reserved_bound;
+	struct tlog_mount_stats stats;
+};
+
+/* ---- the mount ---- */
+
+/* Open @fs (writable) for inode operations.  *@ret is freed by tlog_mount_close(). */
+int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret);
+/* Forget everything not committed (a power cut) and free the mount. */
+void tlog_mount_close(struct tlog_mount *mnt);
+/*
+ * Mount options that change what is written: compress=ALGO[:LEVEL],
+ * compress-force=ALGO[:LEVEL], max_inline=BYTES, comma-separated.
+ * -EINVAL with a reason for anything else.
+ */
+int tlog_mount_set_options(struct tlog_mount *mnt, const char *options);
+/* Use the clock for the next operation's times (a no-op with a fixed clock). */
+void tlog_mount_tick(struct tlog_mount *mnt);
+/* Times never advance from @sec (SOURCE_DATE_EPOCH). */
+void tlog_mount_set_fixed_time(struct tlog_mount *mnt, u64 sec);
+/*
+ * sync(2): write back every inode's dirty data, write back inode items,
+ * commit the transaction.  Nothing to commit is not an error.
+ */
+int tlog_sync(struct tlog_mount *mnt);
+/* Write back the dirty data of @root's inodes, then commit (a snapshot's flush). */
+int tlog_sync_root(struct tlog_mount *mnt, struct btrfs_root *root);
+/*
+ * Commit the running transaction without writing back dirty data (the
+ * commit an fsync falls back to, after flushing its own inode).
+ */
+int tlog_commit(struct tlog_mount *mnt);
+/* The running transaction, started if needed. */
+int tlog_mount_trans(struct tlog_mount *mnt, struct tlog_trans **ret);
+
+/* ---- inodes ---- */
+
+/* Take a reference to inode @ino of @root (read from the tree on first use). */
+int tlog_iget(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino, struct tlog_inode **ret);
+void tlog_iput(struct tlog_mount *mnt, struct tlog_inode *inode);
+/* The inode item changed in memory: to be written back, times as the caller set them. */
+void tlog_inode_mark_dirty(struct tlog_mount *mnt, struct tlog_inode *inode);
+
+static inline u32 tlog_inode_mode(const struct tlog_inode *inode)
+{
+	return btrfs_inode_item_mode(&inode->item);
+}
+
+/*
+ * Look @name up in directory @dir: 0 with a reference to the inode in
+ * *@ret (crossing into a subvolume's root directory), -ENOENT, -ENOTDIR.
+ */
+int tlog_lookup(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		struct tlog_inode **ret);
+/*
+ * Resolve @path (absolute, from the top-level subvolume; a symlink on the
+ * way is -ELOOP).  tlog_lookup_path gives the inode it names ("/" is the
+ * top-level directory); tlog_lookup_parent stops before the last
+ * component: *@dir is the directory holding it, *@name and *@len the
+ * component (pointing into @path, length 0 for "/").
+ */
+int tlog_lookup_path(struct tlog_mount *mnt, const char *path, struct tlog_inode **ret);
+int tlog_lookup_parent(struct tlog_mount *mnt, const char *path, struct tlog_inode **dir,
+		       const char **name, u16 *len);
+
+/* ---- building blocks for the other operations (inode-ops.c) ---- */
+
+/* The next inode (or, in the root tree, subvolume) number of @root. */
+int tlog_next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret);
+/* The index the next name of directory @dir gets. */
+int tlog_dir_next_index(struct tlog_inode *dir, u64 *ret);
+/* A name came or went in @dir: @delta of i_size, mtime, ctime, i_version. */
+void tlog_dir_changed(struct tlog_mount *mnt, struct tlog_inode *dir, s64 delta);
+/* What adding @name to @dir meets first: ENOTDIR, EEXIST, ENAMETOOLONG, ENOENT... */
+int tlog_may_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len);
+
+/* ---- namespace operations (inode-ops.c) ---- */
+
+/*
+ * Create @name in @dir: a regular file, directory, symlink (@target),
+ * FIFO, socket or device (@rdev, as new_encode_dev() makes it) by the
+ * S_IF* type of @mode.  *@ret (may be NULL) gets a reference.
+ */
+int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		u32 mode, u64 rdev, const char *target, struct tlog_inode **ret);
+int tlog_link(struct tlog_mount *mnt, struct tlog_inode *inode, struct tlog_inode *dir,
+	      const char *name, u16 len);
+/* unlink(2) (@rmdir false) or rmdir(2) of @name in @dir. */
+int tlog_unlink(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		bool rmdir);
+
+#define TLOG_RENAME_NOREPLACE	(1U << 0)
+#define TLOG_RENAME_EXCHANGE	(1U << 1)
+int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *oname, u16 olen,
+		struct tlog_inode *ndir, const char *nname, u16 nlen, unsigned int flags);
+
+/* ---- subvolumes (subvolume.c) ---- */
+
+/* BTRFS_IOC_SUBVOL_CREATE: an empty subvolume called @name in @dir. */
+int tlog_create_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len);
+/*
+ * BTRFS_IOC_SNAP_CREATE: a writable snapshot of the subvolume whose root
+ * directory is @src, called @name in @dir.  Commits, as the kernel does.
+ */
+int tlog_create_snapshot(struct tlog_mount *mnt, struct tlog_inode *src, struct tlog_inode *dir,
+			 const char *name, u16 len);
+
+/* ---- attributes and xattrs (inode-ops.c) ---- */
+
+int tlog_chmod(struct tlog_mount *mnt, struct tlog_inode *inode, u32 mode);
+int tlog_chown(struct tlog_mount *mnt, struct tlog_inode *inode, u32 uid, u32 gid);
+int tlog_utimes(struct tlog_mount *mnt, struct tlog_inode *inode,
+		const struct btrfs_timespec *atime, const struct btrfs_timespec *mtime);
+/* FS_IOC_SETFLAGS for the flags btrfs keeps: BTRFS_INODE_NODATACOW... */
+int tlog_set_inode_flags(struct tlog_mount *mnt, struct tlog_inode *inode, u64 set, u64 clear);
+
+#define TLOG_XATTR_CREATE	(1U << 0)
+#define TLOG_XATTR_REPLACE	(1U << 1)
+int tlog_setxattr(struct tlog_mount *mnt, struct tlog_inode *inode, const char *name,
+		  const void *value, size_t size, unsigned int flags);
+int tlog_removexattr(struct tlog_mount *mnt, struct tlog_inode *inode, const char *name);
+
+/* ---- data (file-write.c) ---- */
+
+/* pwrite(2) of @len bytes of value @byte at @off. */
+int tlog_write(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len, u8 byte);
+int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size);
+#define TLOG_FALLOC_KEEP_SIZE	(1U << 0)
+#define TLOG_FALLOC_PUNCH_HOLE	(1U << 1)
+int tlog_fallocate(struct tlog_mount *mnt, struct tlog_inode *inode, unsigned int mode,
+		   u64 off, u64 len);
+/*
+ * FICLONERANGE: [@off, @off + @len) of @src (@len 0: to its end) shared
+ * into @dst at @dst_off, as btrfs_clone_files does.
+ */
+int tlog_clone_range(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 len,
+		     struct tlog_inode *dst, u64 dst_off);
+/* Write back the dirty data of @inode in [start, end) (end (u64)-1: all). */
+int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end);
+static inline int tlog_writeback_inode(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	return tlog_writeback_range(mnt, inode, 0, (u64)-1);
+}
+/* fsync(2) and fdatasync(2) of @inode: for now its data, then a full commit. */
+int tlog_fsync(struct tlog_mount *mnt, struct tlog_inode *inode, bool datasync);
+
+/* Remove security.capability, as a write or chown by anyone does (file_remove_privs). */
+int tlog_inode_kill_privs(struct tlog_mount *mnt, struct tlog_inode *inode);
+/* The largest inline extent a leaf of @fs can hold (BTRFS_MAX_INLINE_DATA_SIZE). */
+u32 tlog_max_inline_data_size(const struct tlog_fs *fs);
+
+/* A file description of @inode is closed: the writeback a truncate to 0 asked for. */
+int tlog_release_file(struct tlog_mount *mnt, struct tlog_inode *inode);
+
+/* Delete every item of @inode (its last name went and nothing holds it open). */
+int tlog_evict_inode(struct tlog_mount *mnt, struct tlog_inode *inode);
+
+#endif

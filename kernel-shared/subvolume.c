@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Subvolumes and snapshots, as the kernel's ioctls make them
+ * (create_subvol, create_snapshot and create_pending_snapshot).
+ *
+ * A subvolume is a tree of its own: a ROOT_ITEM in the root tree (key
+ * offset 0; a snapshot's carries its creation transid), a root directory
+ * inode 256 whose INODE_REF is ".." to itself, ROOT_REF/ROOT_BACKREF
+ * naming where it is linked, a directory entry in the parent pointing at
+ * the ROOT_ITEM, and its uuid in the uuid tree.  Creating one does not
+ * commit; a snapshot does, because the kernel takes it while committing,
+ * of the source as that commit writes it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uuid/uuid.h>
+
+#include "backref.h"
+#include "dir-item.h"
+#include "errctx.h"
+#include "inode-ops.h"
+#include "inode.h"
+#include "root-tree.h"
+
+/* The uuid tree item of @uuid: @id appended (btrfs_uuid_tree_add). */
+static int add_uuid_item(struct tlog_trans *trans, const u8 uuid[BTRFS_UUID_SIZE], u64 id)
+{
+	struct btrfs_root *uroot;
+	struct btrfs_key key;
+	struct btrfs_path path;
+	__le64 le = htole64(id);
+	u64 a, b;
+	int err;
+
+	err = btrfs_find_root(trans->fs, BTRFS_UUID_TREE_OBJECTID, &uroot);
+	if (err == -ENOENT)
+		return 0;	/* no uuid tree: the kernel makes it at the next mount */
+	if (err)
+		return err;
+	memcpy(&a, uuid, 8);
+	memcpy(&b, uuid + 8, 8);
+	key = (struct btrfs_key){ le64toh(a), BTRFS_UUID_KEY_SUBVOL, le64toh(b) };
+	btrfs_init_path(&path);
+	err = btrfs_search_slot_for_write(trans, uroot, &key, &path, sizeof(le));
+	if (err > 0) {
+		btrfs_release_path(&path);
+		return btrfs_insert_item(trans, uroot, &key, &le, sizeof(le));
+	}
+	if (err == 0) {
+		u32 old = btrfs_item_size(path.nodes[0], path.slots[0]);
+
+		err = btrfs_extend_item(trans, &path, sizeof(le));
+		if (!err)
+			memcpy((u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]) + old, &le,
+			       sizeof(le));
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
+/* ROOT_REF (@parent -> @id) and ROOT_BACKREF (@id -> @parent) for the name in @dir. */
+static int add_root_refs(struct tlog_trans *trans, u64 parent, u64 id, u64 dir, u64 index,
+			 const char *name, u16 len)
+{
+	u8 buf[sizeof(struct btrfs_root_ref) + BTRFS_NAME_LEN];
+	struct btrfs_root_ref *ref = (void *)buf;
+	struct btrfs_key key = { parent, BTRFS_ROOT_REF_KEY, id };
+	int err;
+
+	btrfs_set_root_ref_dirid(ref, dir);
+	btrfs_set_root_ref_sequence(ref, index);
+	btrfs_set_root_ref_name_len(ref, len);
+	memcpy(ref + 1, name, len);
+	err = btrfs_insert_item(trans, trans->fs->tree_root, &key, buf, sizeof(*ref) + len);
+	if (err)
+		return err;
+	key = (struct btrfs_key){ id, BTRFS_ROOT_BACKREF_KEY, parent };
+	return btrfs_insert_item(trans, trans->fs->tree_root, &key, buf, sizeof(*ref) + len);
+}
+
+/* The root item of a new, empty subvolume whose root block is @root's. */
+static void init_root_item(struct tlog_mount *mnt, struct btrfs_root *root)
+{
+	struct btrfs_root_item *ri = &root->root_item;
+	struct btrfs_inode_item *ii = &ri->inode;
+	u64 transid = mnt->trans->transid;
+
+	memset(ri, 0, sizeof(*ri));
+	btrfs_set_inode_item_generation(ii, 1);
+	btrfs_set_inode_item_size(ii, 3);
+	btrfs_set_inode_item_nlink(ii, 1);
+	btrfs_set_inode_item_nbytes(ii, mnt->fs->nodesize);
+	btrfs_set_inode_item_mode(ii, S_IFDIR | 0755);
+	btrfs_set_inode_item_flags(ii, BTRFS_INODE_ROOT_ITEM_INIT);
+	btrfs_set_root_item_bytenr(ri, root->bytenr);
+	btrfs_set_root_item_generation(ri, transid);
+	btrfs_set_root_item_generation_v2(ri, transid);
+	btrfs_set_root_item_level(ri, 0);
+	btrfs_set_root_item_refs(ri, 1);
+	btrfs_set_root_item_bytes_used(ri, mnt->fs->nodesize);
+	btrfs_set_root_item_root_dirid(ri, BTRFS_FIRST_FREE_OBJECTID);
+	btrfs_set_root_item_ctransid(ri, transid);
+	btrfs_set_root_item_otransid(ri, transid);
+	uuid_generate(ri->uuid);
+	ri->otime = ri->ctime = mnt->now;
+}
+
+/* The new subvolume's root directory: inode 256, its INODE_REF ".." to itself. */
+static int insert_root_dir(struct tlog_mount *mnt, struct btrfs_root *root,
+			   struct btrfs_inode_item *ii)
+{
+	u64 ino = BTRFS_FIRST_FREE_OBJECTID;
+	struct btrfs_key keys[2] = {
+		{ ino, BTRFS_INODE_ITEM_KEY, 0 },
+		{ ino, BTRFS_INODE_REF_KEY, ino },
+	};
+	u32 sizes[2] = { sizeof(*ii), sizeof(struct btrfs_inode_ref) + 2 };
+	struct btrfs_inode_ref *ref;
+	struct btrfs_path path;
+	int err;
+
+	memset(ii, 0, sizeof(*ii));
+	btrfs_set_inode_item_generation(ii, mnt->trans->transid);
+	btrfs_set_inode_item_transid(ii, mnt->trans->transid);
+	btrfs_set_inode_item_nlink(ii, 1);
+	/* the ioctl's mode: 0777 less the umask, which is 0 here */
+	btrfs_set_inode_item_mode(ii, S_IFDIR | 0777);
+	ii->atime = ii->ctime = ii->mtime = ii->otime = mnt->now;
+	btrfs_init_path(&path);
+	err = btrfs_insert_empty_items(mnt->trans, root, &path, keys, sizes, 2);
+	if (err)
+		return err;
+	memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0]), ii, sizeof(*ii));
+	ref = btrfs_item_ptr(path.nodes[0], path.slots[0] + 1);
+	btrfs_set_inode_ref_index(ref, 0);
+	btrfs_set_inode_ref_name_len(ref, 2);
+	memcpy(ref + 1, "..", 2);
+	btrfs_release_path(&path);
+	return 0;
+}
+
+/*
+ * The name of a new subvolume @id in @dir: ROOT_REF/BACKREF, DIR_ITEM
+ * and DIR_INDEX pointing at its ROOT_ITEM (@location), the directory's
+ * size and times.
+ */
+static int link_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		       u64 id, const struct btrfs_key *location)
+{
+	u64 index;
+	int err = tlog_dir_next_index(dir, &index);
+
+	if (!err)
+		err = add_root_refs(mnt->trans, dir->root->root_key.objectid, id, dir->ino, index,
+				    name, len);
+	if (!err)
+		err = btrfs_add_dir_entries(mnt->trans, dir->root, dir->ino, name, len, location,
+					    BTRFS_FT_DIR, index);
+	if (!err)
+		tlog_dir_changed(mnt, dir, 2 * (s64)len);
+	return err;
+}
+
+int tlog_create_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len)
+{
+	struct btrfs_inode_item ii;
+	struct btrfs_root *root;
+	struct btrfs_key key;
+	u64 id;
+	int err;
+
+	err = tlog_may_create(mnt, dir, name, len);
+	if (err)
+		return err;
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err)
+		err = tlog_next_objectid(mnt, mnt->fs->tree_root, &id);
+	if (err)
+		return err;
+	key = (struct btrfs_key){ id, BTRFS_ROOT_ITEM_KEY, 0 };
+	err = btrfs_new_root(mnt->fs, &key, &root);
+	if (!err)
+		err = btrfs_create_tree(mnt->trans, root);
+	if (err)
+		return err;
+	init_root_item(mnt, root);
+	err = btrfs_insert_item(mnt->trans, mnt->fs->tree_root, &key, &root->root_item,
+				sizeof(root->root_item));
+	if (!err)
+		err = insert_root_dir(mnt, root, &ii);
+	if (!err)
+		err = add_uuid_item(mnt->trans, root->root_item.uuid, id);
+	if (!err)
+		err = link_subvol(mnt, dir, name, len, id, &key);
+	return err;
+}
+
+/* ---- snapshots ---- */
+
+/*
+ * The snapshot's root block: a copy of @src's, owned by @snap, and one
+ * more reference from @snap to everything it points to (btrfs_copy_root).
+ */
+static int copy_root_block(struct tlog_trans *trans, struct btrfs_root *src,
+			   struct btrfs_root *snap)
+{
+	struct tlog_fs *fs = trans->fs;
+	struct extent_buffer *old, *eb;
+	u64 bytenr;
+	int err;
+
+	err = read_tree_block(fs, src->bytenr, src->level, src->generation, &old);
+	if (err)
+		return err;
+	err = trans->ops->alloc_tree_block(trans, snap, src->level, &bytenr);
+	eb = err ? NULL : btrfs_new_tree_block(fs, bytenr);
+	if (!err && !eb)
+		err = -ENOMEM;
+	if (!err) {
+		memcpy(eb->data, old->data, fs->nodesize);
+		btrfs_set_header_bytenr(eb_header(eb), bytenr);
+		btrfs_set_header_owner(eb_header(eb), snap->root_key.objectid);
+		btrfs_set_header_generation(eb_header(eb), trans->transid);
+		btrfs_mark_buffer_dirty(fs, eb);
+		err = btrfs_inc_tree_refs(trans, snap, eb);
+		snap->bytenr = bytenr;
+		snap->level = src->level;
+		snap->generation = trans->transid;
+	}
+	free_extent_buffer(eb);
+	free_extent_buffer(old);
+	return err;
+}
+
+/* Write @root's in-memory root item into the root tree. */
+static int write_root_item(struct tlog_trans *trans, struct btrfs_root *root)
+{
+	struct btrfs_path path;
+	int err;
+
+	btrfs_init_path(&path);
+	err = btrfs_search_slot_for_write(trans, trans->fs->tree_root, &root->root_key, &path, 0);
+	if (err > 0)
+		err = tlog_error(-EUCLEAN, "root item of tree %llu not found",
+				 (unsigned long long)root->root_key.objectid);
+	if (!err) {
+		u32 size = btrfs_item_size(path.nodes[0], path.slots[0]);
+
+		memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0]), &root->root_item,
+		       size < sizeof(root->root_item) ? size : sizeof(root->root_item));
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
+/* The snapshot's root item: the source's, with its own identity (create_pending_snapshot). */
+static void init_snapshot_item(struct tlog_mount *mnt, const struct btrfs_root *src,
+			       struct btrfs_root *snap)
+{
+	struct btrfs_root_item *ri = &snap->root_item;
+	u64 transid = mnt->trans->transid;
+
+	*ri = src->root_item;
+	btrfs_set_root_item_bytenr(ri, snap->bytenr);
+	btrfs_set_root_item_level(ri, snap->level);
+	btrfs_set_root_item_generation(ri, transid);
+	btrfs_set_root_item_generation_v2(ri, transid);
+	btrfs_set_root_item_refs(ri, 1);
+	btrfs_set_root_item_flags(ri, 0);
+	memcpy(ri->parent_uuid, src->root_item.uuid, BTRFS_UUID_SIZE);
+	uuid_generate(ri->uuid);
+	memset(ri->received_uuid, 0, sizeof(ri->received_uuid));
+	memset(&ri->stime, 0, sizeof(ri->stime));
+	memset(&ri->rtime, 0, sizeof(ri->rtime));
+	btrfs_set_root_item_stransid(ri, 0);
+	btrfs_set_root_item_rtransid(ri, 0);
+	btrfs_set_root_item_otransid(ri, transid);
+	ri->otime = mnt->now;
+	memset(&ri->drop_progress, 0, sizeof(ri->drop_progress));
+	btrfs_set_root_item_drop_level(ri, 0);
+}
+
+int tlog_create_snapshot(struct tlog_mount *mnt, struct tlog_inode *src, struct tlog_inode *dir,
+			 const char *name, u16 len)
+{
+	struct btrfs_root *sroot = src->root, *snap;
+	struct btrfs_key key, location;
+	u64 id;
+	int err;
+
+	if (!S_ISDIR(tlog_inode_mode(src)))
+		return -ENOTDIR;
+	if (src->ino != btrfs_root_item_root_dirid(&sroot->root_item))
+		return -EINVAL;		/* only a subvolume's root can be snapshotted */
+	err = tlog_may_create(mnt, dir, name, len);
+	if (err)
+		return err;
+	/*
+	 * The kernel writes the source's data back and takes the snapshot
+	 * while committing, of the tree that commit writes: commit first,
+	 * then copy the committed root in a transaction of its own.
+	 */
+	err = tlog_sync_root(mnt, sroot);
+	if (!err)
+		err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err)
+		err = tlog_next_objectid(mnt, mnt->fs->tree_root, &id);
+	if (err)
+		return err;
+	key = (struct btrfs_key){ id, BTRFS_ROOT_ITEM_KEY, mnt->trans->transid };
+	btrfs_set_root_item_last_snapshot(&sroot->root_item, mnt->trans->transid);
+	err = write_root_item(mnt->trans, sroot);
+	if (!err)
+		err = btrfs_new_root(mnt->fs, &key, &snap);
+	if (!err)
+		err = copy_root_block(mnt->trans, sroot, snap);
+	if (err)
+		return err;
+	init_snapshot_item(mnt, sroot, snap);
+	err = btrfs_insert_item(mnt->trans, mnt->fs->tree_root, &key, &snap->root_item,
+				sizeof(snap->root_item));
+	if (!err)
+		err = add_uuid_item(mnt->trans, snap->root_item.uuid, id);
+	/* the name goes in after the copy: a snapshot never holds its own entry */
+	location = (struct btrfs_key){ id, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
+	if (!err)
+		err = link_subvol(mnt, dir, name, len, id, &location);
+	return err ? err : tlog_commit(mnt);
+}
