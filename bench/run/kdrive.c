@@ -153,16 +153,10 @@ static int run_cmd(const struct wl_cmd *c)
 		break;
 	}
 	case WL_CHATTR: {
-		struct stat st;
 		int flags;
 		unsigned int set = 0, clear = 0;
 
-		TRY(lstat(P(c->path, a), &st));
-		if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-			errno = EOPNOTSUPP;
-			goto err;
-		}
-		TRY(fd = open(a, O_RDONLY | O_NONBLOCK | O_NOFOLLOW));
+		TRY(fd = open(P(c->path, a), O_RDONLY | O_NONBLOCK | O_NOCTTY));
 		TRY(ioctl(fd, FS_IOC_GETFLAGS, &flags));
 		if (c->set & WL_ATTR_NOCOW) set |= FS_NOCOW_FL;
 		if (c->set & WL_ATTR_COMPRESS) set |= FS_COMPR_FL;
@@ -176,7 +170,7 @@ static int run_cmd(const struct wl_cmd *c)
 	}
 	case WL_FSYNC:
 	case WL_FDATASYNC:
-		TRY(fd = open(P(c->path, a), O_RDONLY));
+		TRY(fd = open(P(c->path, a), O_RDONLY | O_NONBLOCK));
 		TRY(c->op == WL_FSYNC ? fsync(fd) : fdatasync(fd));
 		break;
 	case WL_SYNC:

@@ -31,15 +31,16 @@ The operations and the system calls they stand for:
   chmod PATH MODE                     chmod (octal, at most 07777)
   chown PATH UID GID                  lchown
   utimes PATH ATIME MTIME             utimensat(AT_SYMLINK_NOFOLLOW), times SEC[.NSEC]
-  chattr PATH [+-=]FLAGS              FS_IOC_GETFLAGS then FS_IOC_SETFLAGS as chattr(1):
-                                      C nodatacow, c compress, m nocompress; only
-                                      regular files and directories (else EOPNOTSUPP)
-  fsync PATH / fdatasync PATH         open(O_RDONLY), fsync / fdatasync
+  chattr PATH [+-=]FLAGS              open(O_RDONLY|O_NONBLOCK), FS_IOC_GETFLAGS, FS_IOC_SETFLAGS
+                                      with C nodatacow, c compress, m nocompress
+  fsync PATH / fdatasync PATH         open(O_RDONLY|O_NONBLOCK), fsync / fdatasync
   sync                                syncfs (a commit)
   mksubvol PATH                       BTRFS_IOC_SUBVOL_CREATE
   mksnap SRC PATH                     BTRFS_IOC_SNAP_CREATE of subvolume SRC
   clone SRC DST                       DST (created if needed) becomes a reflink copy of SRC (FICLONE)
   clonerange SRC SRCOFF LEN DST DSTOFF  FICLONERANGE (DST must exist)
+Opening follows a final symlink (write, truncate, falloc, punch, chmod,
+chattr, fsync...); link, the l-calls and utimensat do not.
 Numbers are decimal or 0x hex with an optional k, m or g suffix; ids
 (UID, GID, MAJOR, MINOR) are numbers below 2^32-1.
 The file is processed with umask 0, so modes are exactly those of the
@@ -417,12 +418,10 @@ class Runner:
             ts = (Timespec * 2)(Timespec(*a[1]), Timespec(*a[2]))
             self.check(libc.utimensat(AT_FDCWD, p(a[0]), ts, AT_SYMLINK_NOFOLLOW))
         elif op == "chattr":
-            # as chattr(1) does (e2fsprogs fgetflags/fsetflags): only
-            # regular files and directories, opened without following
-            st = os.lstat(p(a[0]))
-            if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-                raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
-            fd = os.open(p(a[0]), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+            # open (a final symlink followed; O_NONBLOCK as chattr(1): a FIFO
+            # does not wait), FS_IOC_GETFLAGS, FS_IOC_SETFLAGS; the kernel
+            # answers ENOTTY for what is not a file or a directory
+            fd = os.open(p(a[0]), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
             try:
                 old = struct.unpack("i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(4)))[0]
                 setb, clear = a[1]
@@ -431,7 +430,7 @@ class Runner:
             finally:
                 os.close(fd)
         elif op in ("fsync", "fdatasync"):
-            fd = os.open(p(a[0]), os.O_RDONLY)
+            fd = os.open(p(a[0]), os.O_RDONLY | os.O_NONBLOCK)   # a FIFO does not wait
             try:
                 (os.fsync if op == "fsync" else os.fdatasync)(fd)
             finally:
