@@ -8,6 +8,8 @@
  *   kdrive [--strict] SCRIPT|- MOUNTPOINT     run it (umask 0)
  *   kdrive --parse SCRIPT|-                   parse only: exit 0, or 2 and the message
  *
+ * The script runs chrooted into MOUNTPOINT (needs root): absolute symlink
+ * targets and ".." resolve inside the filesystem, as in tlogctl run.
  * Errors: "SCRIPT:LINE: <operation>: <strerror>" on stderr and on to the
  * next line (--strict: exit 1); a syntax error exit 2.
  */
@@ -40,7 +42,7 @@ static char mnt[PATH_MAX];
 
 static const char *P(const char *path, char *buf)
 {
-	snprintf(buf, PATH_MAX * 2, "%s%s", mnt, strcmp(path, "/") ? path : "");
+	snprintf(buf, PATH_MAX * 2, "%s%s", mnt, path);
 	return buf;
 }
 
@@ -174,7 +176,7 @@ static int run_cmd(const struct wl_cmd *c)
 		TRY(c->op == WL_FSYNC ? fsync(fd) : fdatasync(fd));
 		break;
 	case WL_SYNC:
-		TRY(fd = open(mnt, O_RDONLY | O_DIRECTORY));
+		TRY(fd = open("/", O_RDONLY | O_DIRECTORY));
 		TRY(syncfs(fd));
 		break;
 	case WL_MKSUBVOL:
@@ -255,8 +257,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", argv[i + 1], strerror(errno));
 		return 2;
 	}
-	if (!strcmp(mnt, "/"))
-		mnt[0] = '\0';
+	/* the filesystem is the script's whole world (symlinks, "..") */
+	if (chroot(mnt) || chdir("/")) {
+		fprintf(stderr, "chroot %s: %s\n", mnt, strerror(errno));
+		return 2;
+	}
+	mnt[0] = '\0';
 	umask(0);
 	for (size_t k = 0; k < s.nr; k++) {
 		ret = run_cmd(&s.cmds[k]);

@@ -14,7 +14,7 @@
 # features tlogctl run does not claim yet (RUN_UNSUPPORTED in
 # helpers/run-lib.sh: compression) are listed as not run.  TLOG_SUBSET=N
 # (the sanitizer runs) runs a 1/N share rotating daily (TLOG_ROTATE=K the
-# slice, TLOG_FULL=1 all); TLOG_ONLY=PATTERN the matching names.
+# slice, TLOG_FULL=1 all); TLOG_ONLY="PATTERN..." the names matching one.
 . "$(dirname "$0")/../common.sh"
 . "$(dirname "$0")/helpers/replay-lib.sh"
 . "$(dirname "$0")/helpers/run-lib.sh"
@@ -70,7 +70,11 @@ i=0 ran=0 start=$(date +%s)
 for e in "${list[@]}"; do
 	name=${e%% *} s=${e#* }
 	i=$((i + 1))
-	[ -n "${TLOG_ONLY:-}" ] && [[ "$name" != *$TLOG_ONLY* ]] && continue
+	if [ -n "${TLOG_ONLY:-}" ]; then
+		match=0
+		for pat in $TLOG_ONLY; do [[ "$name" == *$pat* ]] && match=1; done
+		[ $match = 1 ] || continue
+	fi
 	u=$(run_unsupported "$s")
 	if [ -n "$u" ]; then
 		notrun+=("$name ($u)")

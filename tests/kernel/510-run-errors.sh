@@ -344,6 +344,7 @@ sync
 write /a 0 30m 0x62
 sync
 write /b 0 30m 0x63
+create /c
 falloc /c 0 40m
 sync
 mkdir /d
