@@ -252,23 +252,47 @@ void btrfs_free_block_groups(struct tlog_block_groups *bgs)
 	memset(bgs, 0, sizeof(*bgs));
 }
 
-int btrfs_alloc_range(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u64 align,
-		      u64 *ret)
+/* The first fit for @len at or after @from in the groups of @type_flags; 1 if none. */
+static int find_fit(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u64 align, u64 from,
+		    u64 *ret)
 {
 	for (size_t g = 0; g < bgs->nr; g++) {
 		struct tlog_block_group *bg = &bgs->v[g];
 
-		if ((bg->flags & BTRFS_BLOCK_GROUP_TYPE_MASK) != type_flags)
+		if ((bg->flags & BTRFS_BLOCK_GROUP_TYPE_MASK) != type_flags ||
+		    bg->start + bg->length <= from)
 			continue;
 		for (size_t i = 0; i < bg->nr_free; i++) {
 			struct free_range *r = &bg->free[i];
-			u64 start = round_up(r->start, align);
+			u64 start = round_up(r->start > from ? r->start : from, align);
 
 			if (start + len > r->start + r->len)
 				continue;
 			*ret = start;
 			return take_free(bg, i, start, len);
 		}
+	}
+	return 1;
+}
+
+int btrfs_alloc_range(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u64 align,
+		      u64 *ret)
+{
+	/*
+	 * Data goes forward from the last data allocation, wrapping round
+	 * when the space after it is used up, as the kernel's allocation
+	 * cluster does: a new extent follows the last one written, not the
+	 * first gap an earlier free left.  Tree blocks take the first fit.
+	 */
+	bool data = type_flags & BTRFS_BLOCK_GROUP_DATA;
+	int err = find_fit(bgs, type_flags, len, align, data ? bgs->data_cursor : 0, ret);
+
+	if (err > 0 && data && bgs->data_cursor)
+		err = find_fit(bgs, type_flags, len, align, 0, ret);
+	if (err <= 0) {
+		if (!err && data)
+			bgs->data_cursor = *ret + len;
+		return err;
 	}
 	return tlog_error(-ENOSPC, "no free space left for %llu bytes of %s",
 			  (unsigned long long)len,

@@ -28,6 +28,7 @@ struct tlog_block_group {
 struct tlog_block_groups {
 	struct tlog_block_group *v;
 	size_t nr, alloc;
+	u64 data_cursor;		/* data allocations go on from here */
 };
 
 int btrfs_load_block_groups(struct tlog_fs *fs, struct tlog_block_groups *bgs);

@@ -86,6 +86,7 @@ struct tlog_fs {
 	struct btrfs_root *roots;		/* other roots read so far */
 	struct list_head dirty_blocks;		/* tree blocks to write at commit */
 	struct tlog_trans *overlay;		/* the log replayed in memory, if applied */
+	u64 data_cursor;			/* where data allocations go on, across transactions */
 };
 
 /* Tree blocks have skinny extent items (METADATA_ITEM keyed by level). */

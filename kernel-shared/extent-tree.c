@@ -213,3 +213,24 @@ int btrfs_finish_data_free(struct tlog_trans *trans, u64 bytenr, u64 len)
 	btrfs_release_path(&path);
 	return ret < 0 ? ret : 0;
 }
+
+int btrfs_data_extent_refs(struct tlog_fs *fs, u64 bytenr, u64 len, u64 *refs)
+{
+	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
+	struct btrfs_root *eroot;
+	struct btrfs_path path;
+	int ret = btrfs_read_root(fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
+
+	if (ret)
+		return ret;
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(eroot, &key, &path);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "data extent %llu has no extent item",
+				 (unsigned long long)bytenr);
+	if (ret == 0 && !item_refs(&path, refs))
+		ret = tlog_error(-EUCLEAN, "extent item of %llu is cut short",
+				 (unsigned long long)bytenr);
+	btrfs_release_path(&path);
+	return ret;
+}

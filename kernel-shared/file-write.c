@@ -98,10 +98,18 @@ static int dirty_cut(struct tlog_inode *inode, u64 start, u64 end)
 			continue;
 		}
 		if (r->start < start && r->end > end) {
-			struct tlog_dirty_run tail = { end, r->end, r->byte };
+			struct tlog_dirty_run tail = { end, r->end, r->byte, NULL };
 
-			if (array_reserve(inode->dirty, inode->alloc_dirty, inode->nr_dirty + 1))
+			if (r->data) {
+				tail.data = malloc(r->end - end);
+				if (!tail.data)
+					return -ENOMEM;
+				memcpy(tail.data, r->data + (end - r->start), r->end - end);
+			}
+			if (array_reserve(inode->dirty, inode->alloc_dirty, inode->nr_dirty + 1)) {
+				free(tail.data);
 				return -ENOMEM;
+			}
 			r = &inode->dirty[i];
 			r->end = start;
 			memmove(&inode->dirty[i + 2], &inode->dirty[i + 1],
@@ -114,9 +122,12 @@ static int dirty_cut(struct tlog_inode *inode, u64 start, u64 end)
 			r->end = start;
 			i++;
 		} else if (r->end > end) {
+			if (r->data)
+				memmove(r->data, r->data + (end - r->start), r->end - end);
 			r->start = end;
 			i++;
 		} else {
+			free(r->data);
 			memmove(r, r + 1, (inode->nr_dirty - i - 1) * sizeof(*r));
 			inode->nr_dirty--;
 		}
@@ -124,10 +135,43 @@ static int dirty_cut(struct tlog_inode *inode, u64 start, u64 end)
 	return 0;
 }
 
+void tlog_dirty_release(struct tlog_inode *inode)
+{
+	for (size_t i = 0; i < inode->nr_dirty; i++)
+		free(inode->dirty[i].data);
+	inode->nr_dirty = 0;
+}
+
+/* Put @run (which overlaps nothing) in its place among the runs. */
+static int dirty_insert(struct tlog_mount *mnt, struct tlog_inode *inode,
+			const struct tlog_dirty_run *run)
+{
+	size_t i;
+
+	for (i = 0; i < inode->nr_dirty && inode->dirty[i].start < run->start; i++)
+		;
+	if (array_reserve(inode->dirty, inode->alloc_dirty, inode->nr_dirty + 1))
+		return -ENOMEM;
+	memmove(&inode->dirty[i + 1], &inode->dirty[i],
+		(inode->nr_dirty - i) * sizeof(inode->dirty[0]));
+	inode->dirty[i] = *run;
+	inode->nr_dirty++;
+	if (list_empty(&inode->dirty_list))
+		list_add_tail(&inode->dirty_list, &mnt->dirty_inodes);
+	return 0;
+}
+
+/* A byte run that may join its neighbour of the same value. */
+static bool joins(const struct tlog_dirty_run *r, u8 byte)
+{
+	return !r->data && r->byte == byte;
+}
+
 /* Bytes [start, end) now hold @byte in the page cache. */
 static int dirty_set(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end,
 		     u8 byte)
 {
+	struct tlog_dirty_run run = { start, end, byte, NULL };
 	size_t i;
 	int err;
 
@@ -139,29 +183,40 @@ static int dirty_set(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start
 	for (i = 0; i < inode->nr_dirty && inode->dirty[i].start < start; i++)
 		;
 	/* one run for neighbours of the same value: sequential writes stay one run */
-	if (i > 0 && inode->dirty[i - 1].end == start && inode->dirty[i - 1].byte == byte) {
+	if (i > 0 && inode->dirty[i - 1].end == start && joins(&inode->dirty[i - 1], byte)) {
 		inode->dirty[i - 1].end = end;
 		if (i < inode->nr_dirty && inode->dirty[i].start == end &&
-		    inode->dirty[i].byte == byte) {
+		    joins(&inode->dirty[i], byte)) {
 			inode->dirty[i - 1].end = inode->dirty[i].end;
 			memmove(&inode->dirty[i], &inode->dirty[i + 1],
 				(inode->nr_dirty - i - 1) * sizeof(inode->dirty[0]));
 			inode->nr_dirty--;
 		}
-	} else if (i < inode->nr_dirty && inode->dirty[i].start == end &&
-		   inode->dirty[i].byte == byte) {
-		inode->dirty[i].start = start;
-	} else {
-		if (array_reserve(inode->dirty, inode->alloc_dirty, inode->nr_dirty + 1))
-			return -ENOMEM;
-		memmove(&inode->dirty[i + 1], &inode->dirty[i],
-			(inode->nr_dirty - i) * sizeof(inode->dirty[0]));
-		inode->dirty[i] = (struct tlog_dirty_run){ start, end, byte };
-		inode->nr_dirty++;
+		return 0;
 	}
-	if (list_empty(&inode->dirty_list))
-		list_add_tail(&inode->dirty_list, &mnt->dirty_inodes);
-	return 0;
+	if (i < inode->nr_dirty && inode->dirty[i].start == end && joins(&inode->dirty[i], byte)) {
+		inode->dirty[i].start = start;
+		return 0;
+	}
+	return dirty_insert(mnt, inode, &run);
+}
+
+/* Bytes [start, start + len) now hold a copy of @buf in the page cache. */
+static int dirty_set_data(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start,
+			  const void *buf, u64 len)
+{
+	struct tlog_dirty_run run = { start, start + len, 0, malloc(len ? len : 1) };
+	int err;
+
+	if (!run.data)
+		return -ENOMEM;
+	memcpy(run.data, buf, len);
+	err = dirty_cut(inode, start, start + len);
+	if (!err)
+		err = dirty_insert(mnt, inode, &run);
+	if (err)
+		free(run.data);
+	return err;
 }
 
 /*
@@ -324,7 +379,9 @@ static int fill_chunk(struct tlog_mount *mnt, struct tlog_inode *inode, u8 *buf,
 
 		if (r->start >= end)
 			break;
-		if (s < e)
+		if (s < e && r->data)
+			memcpy(buf + (s - off), r->data + (s - r->start), e - s);
+		else if (s < e)
 			memset(buf + (s - off), r->byte, e - s);
 	}
 	if (i_size(inode) < end)
@@ -452,14 +509,31 @@ static int nocow_range(struct tlog_mount *mnt, struct tlog_inode *inode,
 	return err;
 }
 
-/* Whether an existing extent can take the range's data in place (can_nocow_file_extent). */
-static bool can_nocow(const struct tlog_inode *inode, const struct tlog_file_extent *e)
+/*
+ * Whether an existing extent can take the range's data in place
+ * (can_nocow_file_extent): a preallocated one always; for a NODATACOW
+ * file, an uncompressed regular extent nothing else references and no
+ * snapshot can share (newer than the subvolume's last snapshot).
+ */
+static int can_nocow(struct tlog_mount *mnt, const struct tlog_inode *inode,
+		     const struct tlog_file_extent *e, bool *ret)
 {
-	if (e->type == BTRFS_FILE_EXTENT_PREALLOC)
-		return true;
-	/* NODATACOW files overwrite extents only they use; sharing is not tracked here yet */
-	(void)inode;
-	return false;
+	u64 refs;
+	int err;
+
+	*ret = false;
+	if (e->type == BTRFS_FILE_EXTENT_PREALLOC && e->disk_bytenr) {
+		*ret = true;
+		return 0;
+	}
+	if (!(inode_flags(inode) & BTRFS_INODE_NODATACOW) || e->type != BTRFS_FILE_EXTENT_REG ||
+	    !e->disk_bytenr || e->compression ||
+	    e->generation <= btrfs_root_item_last_snapshot(&inode->root->root_item))
+		return 0;
+	err = btrfs_data_extent_refs(mnt->fs, e->disk_bytenr, e->disk_num_bytes, &refs);
+	if (!err)
+		*ret = refs == 1;
+	return err;
 }
 
 /* run_delalloc_nocow: in-place where an extent allows it, copy-on-write elsewhere. */
@@ -475,8 +549,14 @@ static int write_back_range(struct tlog_mount *mnt, struct tlog_inode *inode, u6
 	for (size_t i = 0; !err && i < nr; i++) {
 		const struct tlog_file_extent *e = &v[i];
 		u64 s = e->start > start ? e->start : start, t = e->end < end ? e->end : end;
+		bool nocow;
 
-		if (s >= t || !can_nocow(inode, e))
+		if (s >= t)
+			continue;
+		err = can_nocow(mnt, inode, e, &nocow);
+		if (err)
+			break;
+		if (!nocow)
 			continue;
 		if (cow_start < s)
 			err = cow_range(mnt, inode, cow_start, s);
@@ -507,8 +587,13 @@ static bool need_compress(const struct tlog_mount *mnt, const struct tlog_inode 
 	return mnt->compress_type || (flags & BTRFS_INODE_COMPRESS);
 }
 
-static u8 compress_type(const struct tlog_mount *mnt)
+/* The property's algorithm first, then the mount's, zlib when neither says. */
+static u8 compress_type(const struct tlog_mount *mnt, struct tlog_inode *inode)
 {
+	u8 type = tlog_inode_compress_type(inode);
+
+	if (type)
+		return type;
 	return mnt->compress_type ? mnt->compress_type : BTRFS_COMPRESS_ZLIB;
 }
 
@@ -526,7 +611,7 @@ static int write_compressed_inline(struct tlog_mount *mnt, struct tlog_inode *in
 		return -ENOMEM;
 	btrfs_set_file_extent_item_generation(fi, mnt->trans->transid);
 	btrfs_set_file_extent_item_ram_bytes(fi, i_size(inode));
-	btrfs_set_file_extent_item_compression(fi, compress_type(mnt));
+	btrfs_set_file_extent_item_compression(fi, compress_type(mnt, inode));
 	btrfs_set_file_extent_item_type(fi, BTRFS_FILE_EXTENT_INLINE);
 	memcpy(buf + BTRFS_FILE_EXTENT_INLINE_DATA_START, data, len);
 	err = drop_extents(mnt, inode, 0, mnt->fs->sectorsize);
@@ -560,7 +645,7 @@ static int write_compressed_extent(struct tlog_mount *mnt, struct tlog_inode *in
 		memset(&fi, 0, sizeof(fi));
 		btrfs_set_file_extent_item_generation(&fi, mnt->trans->transid);
 		btrfs_set_file_extent_item_ram_bytes(&fi, ram);
-		btrfs_set_file_extent_item_compression(&fi, compress_type(mnt));
+		btrfs_set_file_extent_item_compression(&fi, compress_type(mnt, inode));
 		btrfs_set_file_extent_item_type(&fi, BTRFS_FILE_EXTENT_REG);
 		btrfs_set_file_extent_item_disk_bytenr(&fi, bytenr);
 		btrfs_set_file_extent_item_disk_num_bytes(&fi, disk);
@@ -624,7 +709,7 @@ static int compress_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 
 			err = fill_chunk(mnt, inode, in, pos, total_in);
 			if (err)
 				break;
-			err = btrfs_compress(compress_type(mnt), mnt->compress_level, in, total_in, ss,
+			err = btrfs_compress(compress_type(mnt, inode), mnt->compress_level, in, total_in, ss,
 					     out, BTRFS_MAX_UNCOMPRESSED, &clen);
 			if (err && err != -E2BIG)
 				break;
@@ -786,7 +871,7 @@ int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 			if (array_reserve(inode->modified, inode->alloc_modified,
 					  inode->nr_modified + 1) == 0)
 				inode->modified[inode->nr_modified++] =
-					(struct tlog_dirty_run){ s, e, 0 };
+					(struct tlog_dirty_run){ s, e, 0, NULL };
 			tlog_inode_mark_dirty(mnt, inode);
 		}
 	}
@@ -853,7 +938,22 @@ static int check_regular(const struct tlog_inode *inode)
 
 #define MAX_LFS_FILESIZE	((u64)INT64_MAX)
 
+static int write_common(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len,
+			u8 byte, const void *buf);
+
 int tlog_write(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len, u8 byte)
+{
+	return write_common(mnt, inode, off, len, byte, NULL);
+}
+
+int tlog_write_data(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, const void *buf,
+		    u64 len)
+{
+	return write_common(mnt, inode, off, len, 0, buf);
+}
+
+static int write_common(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len,
+			u8 byte, const void *buf)
 {
 	u64 old = i_size(inode), end;
 	int err = check_regular(inode);
@@ -877,7 +977,8 @@ int tlog_write(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 le
 	else if (off > old)
 		err = dirty_set(mnt, inode, old, off, 0);	/* the page's bytes past EOF read as zeros */
 	if (!err)
-		err = dirty_set(mnt, inode, off, end, byte);
+		err = buf ? dirty_set_data(mnt, inode, off, buf, len) :
+			    dirty_set(mnt, inode, off, end, byte);
 	if (err)
 		return err;
 	if (end > old)
@@ -1115,11 +1216,14 @@ static int skip_leading_hole(struct tlog_mount *mnt, struct tlog_inode *inode, u
 /*
  * FALLOC_FL_PUNCH_HOLE | KEEP_SIZE (btrfs_punch_hole).  Returns 1 when
  * nothing changed (the range past EOF or a hole already): then not even
- * the times change.
+ * the times change.  Partial blocks are zeroed only where they hold
+ * something: a hole at the start of the range, or at the start of its
+ * partial last block, is skipped.
  */
 static int punch_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len)
 {
-	u64 size = i_size(inode), ino_size = sector_up(mnt, size), end, lockstart, lockend;
+	u64 size = i_size(inode), ino_size = sector_up(mnt, size), orig = off;
+	u64 lockstart, lockend, tail_start, tail_len;
 	int err;
 
 	err = tlog_writeback_range(mnt, inode, off, off + len);
@@ -1129,17 +1233,40 @@ static int punch_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off
 		return 1;
 	err = skip_leading_hole(mnt, inode, &off, &len);
 	if (err)
-		return err;
-	end = off + len;
+		return err;		/* 1: all of it is a hole already */
 	lockstart = sector_up(mnt, off);
-	lockend = sector_down(mnt, end);
-	if (sector_down(mnt, off) == sector_down(mnt, end - 1) && len < mnt->fs->sectorsize)
-		return truncate_block(mnt, inode, off, end);	/* inside one block: zeroed there */
+	lockend = sector_down(mnt, off + len);	/* exclusive */
+	if (sector_down(mnt, off) == sector_down(mnt, off + len - 1) && len < mnt->fs->sectorsize)
+		return truncate_block(mnt, inode, off, off + len);	/* inside one block */
 	err = truncate_block(mnt, inode, off, 0);
-	if (!err && end != lockend && end < ino_size)
-		err = truncate_block(mnt, inode, lockend, end);
-	if (err || lockend <= lockstart)
+	if (err)
 		return err;
+	if (off == orig && lockstart < off + len) {
+		/* the whole blocks after the first may be a hole already */
+		u64 rest = off + len - lockstart, start = lockstart;
+
+		err = skip_leading_hole(mnt, inode, &start, &rest);
+		if (err < 0)
+			return err;
+		if (err)
+			return 0;	/* the head block was zeroed: that is all */
+		lockstart = start;
+	}
+	tail_start = lockend;
+	tail_len = off + len - tail_start;
+	if (tail_len) {
+		u64 ts = tail_start, tl = tail_len;
+
+		err = skip_leading_hole(mnt, inode, &ts, &tl);
+		if (err < 0)
+			return err;
+		if (!err && ts == tail_start && tail_start + tail_len < ino_size)
+			err = truncate_block(mnt, inode, tail_start, tail_start + tail_len);
+		if (err < 0)
+			return err;
+	}
+	if (lockend <= lockstart)
+		return 0;
 	/* not clamped to EOF: preallocation past it goes too */
 	err = drop_extents(mnt, inode, lockstart, lockend);
 	if (!err && !no_holes(mnt) && lockstart < ino_size)
@@ -1219,14 +1346,8 @@ static int copy_inline_to_cache(struct tlog_mount *mnt, struct tlog_inode *src,
 	if (!buf)
 		return -ENOMEM;
 	err = read_old_data(mnt, src, i_size(src), buf, src_off, len);
-	for (u64 i = 0; !err && i < len;) {
-		u64 j = i + 1;
-
-		while (j < len && buf[j] == buf[i])
-			j++;
-		err = dirty_set(mnt, dst, dst_off + i, dst_off + j, buf[i]);
-		i = j;
-	}
+	if (!err)
+		err = dirty_set_data(mnt, dst, dst_off, buf, len);
 	free(buf);
 	return err;
 }
@@ -1331,13 +1452,13 @@ static int clone_extents(struct tlog_mount *mnt, struct tlog_inode *src, u64 off
 	return err;
 }
 
-/* generic_remap_checks and btrfs_remap_file_range_prep: the clone's refusals. */
-static int check_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 *len,
-		       struct tlog_inode *dst, u64 dst_off, u64 *alen)
+/* The refusals that depend on the files alone. */
+static int check_clone_files(struct tlog_mount *mnt, struct tlog_inode *src,
+			     struct tlog_inode *dst)
 {
-	u64 bs = mnt->fs->sectorsize, size = i_size(src);
 	int err = check_regular(src);
 
+	(void)mnt;
 	if (!err)
 		err = check_regular(dst);
 	if (err)
@@ -1346,6 +1467,32 @@ static int check_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, 
 		return -EXDEV;
 	if ((inode_flags(src) ^ inode_flags(dst)) & BTRFS_INODE_NODATASUM)
 		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Both ranges are written back before anything is shared (a clone the
+ * checks refuse flushes nothing: seen on 6.18, where the dirty data of a
+ * refused FICLONERANGE stays in one extent with its neighbours).
+ */
+static int flush_clone_ranges(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 alen,
+			      struct tlog_inode *dst, u64 dst_off)
+{
+	int err = tlog_mount_trans(mnt, &mnt->trans);
+
+	if (!err)
+		err = tlog_writeback_range(mnt, src, off, off + alen);
+	if (!err)
+		err = tlog_writeback_range(mnt, dst, dst_off, dst_off + alen);
+	return err;
+}
+
+/* generic_remap_checks: the clone's other refusals. */
+static int check_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 *len,
+		       struct tlog_inode *dst, u64 dst_off, u64 *alen)
+{
+	u64 bs = mnt->fs->sectorsize, size = i_size(src);
+
 	if (*len == 0)
 		*len = off < size ? size - off : 0;
 	if (off > size || *len > size - off || off % bs || dst_off % bs)
@@ -1354,8 +1501,12 @@ static int check_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, 
 		return -EFBIG;
 	*alen = *len;
 	if (*len % bs) {
-		/* an unaligned length only up to the end of the source */
-		if (off + *len != size)
+		/*
+		 * An unaligned length only up to the end of the source, and
+		 * its partial last block never into the middle of the
+		 * destination: the bytes past the source's EOF would show.
+		 */
+		if (off + *len != size || dst_off + *len < i_size(dst))
 			return -EINVAL;
 		*alen = sector_up(mnt, size) - off;
 	}
@@ -1368,18 +1519,16 @@ int tlog_clone_range(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u6
 		     struct tlog_inode *dst, u64 dst_off)
 {
 	u64 alen, end;
-	int err = check_clone(mnt, src, off, &len, dst, dst_off, &alen);
+	int err = check_clone_files(mnt, src, dst);
 
+	if (!err)
+		err = check_clone(mnt, src, off, &len, dst, dst_off, &alen);
+	if (!err && len)
+		err = flush_clone_ranges(mnt, src, off, alen, dst, dst_off);
 	if (err || len == 0)
 		return err;
-	err = tlog_mount_trans(mnt, &mnt->trans);
-	/* both ranges on disk first; the destination's dirty data there is replaced */
-	if (!err)
-		err = tlog_writeback_range(mnt, src, off, off + alen);
-	if (!err)
-		err = tlog_writeback_range(mnt, dst, dst_off, dst_off + alen);
-	if (!err)
-		err = dirty_cut(dst, dst_off, dst_off + alen);
+	/* the destination's page cache over the range is replaced */
+	err = dirty_cut(dst, dst_off, dst_off + alen);
 	if (!err && dst_off > i_size(dst))
 		err = cont_expand(mnt, dst, i_size(dst), dst_off);
 	if (!err)

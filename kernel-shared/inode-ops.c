@@ -52,6 +52,7 @@ int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret)
 
 static void free_inode(struct tlog_inode *inode)
 {
+	tlog_dirty_release(inode);
 	free(inode->dirty);
 	free(inode->modified);
 	free(inode);
@@ -790,6 +791,8 @@ static u64 inherited_flags(const struct tlog_inode *dir, u32 mode)
 	return flags;
 }
 
+static int inherit_props(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode);
+
 /* The symlink's target: an inline extent of its bytes, uncompressed. */
 static int insert_symlink_target(struct tlog_mount *mnt, struct tlog_inode *inode,
 				 const char *target, u32 len)
@@ -917,6 +920,8 @@ int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 		tlog_inode_mark_dirty(mnt, inode);
 	}
 	if (!err)
+		err = inherit_props(mnt, dir, inode);
+	if (!err)
 		err = add_link(mnt, dir, inode, name, len, index, false);
 	if (err || !ret)
 		tlog_iput(mnt, inode);
@@ -990,10 +995,15 @@ int tlog_unlink(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 		err = -ENOTDIR;
 	else if (!rmdir && is_dir(inode))
 		err = -EISDIR;
-	else if (inode->root != dir->root || is_subvol_root(inode))
-		err = -EPERM;		/* subvolumes are deleted with their own command */
 	else if (rmdir && !dir_is_empty(inode))
 		err = -ENOTEMPTY;
+	else if (inode->root != dir->root && is_subvol_root(inode)) {
+		/* rmdir of an empty subvolume deletes it */
+		err = tlog_delete_subvol(mnt, dir, name, len, inode);
+		tlog_iput(mnt, inode);
+		return err;
+	} else if (inode->root != dir->root || is_subvol_root(inode))
+		err = -EPERM;
 	if (!err)
 		err = tlog_mount_trans(mnt, &mnt->trans);
 	if (!err)
@@ -1065,7 +1075,7 @@ int tlog_evict_inode(struct tlog_mount *mnt, struct tlog_inode *inode)
 		return err;
 	inode->evicted = true;
 	inode->item_dirty = false;
-	inode->nr_dirty = 0;
+	tlog_dirty_release(inode);
 	list_del_init(&inode->dirty_list);
 	return 0;
 }
@@ -1293,6 +1303,129 @@ int tlog_utimes(struct tlog_mount *mnt, struct tlog_inode *inode,
 	return 0;
 }
 
+/* ---- the btrfs.compression property ---- */
+
+#define COMPRESSION_PROP "btrfs.compression"
+
+static int find_xattr(struct tlog_inode *inode, const char *name, bool *found);
+static int get_xattr(struct tlog_inode *inode, const char *name, char *buf, size_t cap,
+		     size_t *len, bool *found);
+static int insert_xattr(struct tlog_mount *mnt, struct tlog_inode *inode, const char *name,
+			const void *value, size_t size);
+
+static const char *compress_name(u8 type)
+{
+	return type == BTRFS_COMPRESS_LZO ? "lzo" : type == BTRFS_COMPRESS_ZSTD ? "zstd" : "zlib";
+}
+
+/* btrfs_compress_str2type: a value names an algorithm by its prefix ("zstd:3"). */
+static u8 compress_type_of(const char *v, size_t len)
+{
+	static const char *const names[] = { "zlib", "lzo", "zstd" };
+
+	for (int i = 0; i < 3; i++)
+		if (len >= strlen(names[i]) && strncmp(v, names[i], strlen(names[i])) == 0)
+			return BTRFS_COMPRESS_ZLIB + i;
+	return 0;
+}
+
+static bool is_no_compress(const char *v, size_t len)
+{
+	return (len == 2 && strncmp(v, "no", 2) == 0) || (len == 4 && strncmp(v, "none", 4) == 0);
+}
+
+/* The property as the inode's flags and compression type (prop_compression_apply). */
+static void apply_compression_prop(struct tlog_inode *inode, const char *v, size_t len)
+{
+	u64 flags = btrfs_inode_item_flags(&inode->item);
+
+	if (len == 0) {
+		flags &= ~(BTRFS_INODE_COMPRESS | BTRFS_INODE_NOCOMPRESS);
+		inode->prop_compress = 0;
+	} else if (is_no_compress(v, len)) {
+		flags = (flags | BTRFS_INODE_NOCOMPRESS) & ~BTRFS_INODE_COMPRESS;
+		inode->prop_compress = 0;
+	} else {
+		flags = (flags | BTRFS_INODE_COMPRESS) & ~BTRFS_INODE_NOCOMPRESS;
+		inode->prop_compress = compress_type_of(v, len);
+	}
+	btrfs_set_inode_item_flags(&inode->item, flags);
+}
+
+/* The property's value, read once per inode (btrfs_load_inode_props). */
+static int load_props(struct tlog_inode *inode)
+{
+	bool found;
+	int err;
+
+	if (inode->props_loaded)
+		return 0;
+	err = get_xattr(inode, COMPRESSION_PROP, inode->prop_value, sizeof(inode->prop_value) - 1,
+			&inode->prop_len, &found);
+	if (err)
+		return err;
+	inode->has_prop = found;
+	if (found)
+		inode->prop_compress = compress_type_of(inode->prop_value, inode->prop_len);
+	inode->props_loaded = true;
+	return 0;
+}
+
+static int set_compression_prop(struct tlog_mount *mnt, struct tlog_inode *inode, const char *v)
+{
+	size_t len = strlen(v);
+	int err = load_props(inode);
+
+	if (!err && inode->has_prop)
+		err = btrfs_delete_xattr(mnt->trans, inode->root, inode->ino, COMPRESSION_PROP,
+					 sizeof(COMPRESSION_PROP) - 1);
+	if (!err)
+		err = insert_xattr(mnt, inode, COMPRESSION_PROP, v, len);
+	if (err)
+		return err;
+	inode->has_prop = true;
+	inode->prop_len = len < sizeof(inode->prop_value) ? len : sizeof(inode->prop_value) - 1;
+	memcpy(inode->prop_value, v, inode->prop_len);
+	apply_compression_prop(inode, v, len);
+	return 0;
+}
+
+static int remove_compression_prop(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	int err = load_props(inode);
+
+	if (err || !inode->has_prop)
+		return err;
+	err = btrfs_delete_xattr(mnt->trans, inode->root, inode->ino, COMPRESSION_PROP,
+				 sizeof(COMPRESSION_PROP) - 1);
+	if (!err) {
+		inode->has_prop = false;
+		inode->prop_compress = 0;
+	}
+	return err;
+}
+
+/* A new inode takes its directory's property (btrfs_inode_inherit_props). */
+static int inherit_props(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode)
+{
+	u32 mode = tlog_inode_mode(inode);
+	int err;
+
+	if (!S_ISREG(mode) && !S_ISDIR(mode))
+		return 0;
+	err = load_props(dir);
+	/* only an algorithm is handed down ("none" is not), by its name */
+	if (err || !dir->has_prop || !dir->prop_compress)
+		return err;
+	inode->props_loaded = true;
+	return set_compression_prop(mnt, inode, compress_name(dir->prop_compress));
+}
+
+u8 tlog_inode_compress_type(struct tlog_inode *inode)
+{
+	return load_props(inode) ? 0 : inode->prop_compress;
+}
+
 int tlog_set_inode_flags(struct tlog_mount *mnt, struct tlog_inode *inode, u64 set, u64 clear)
 {
 	u64 flags = btrfs_inode_item_flags(&inode->item), nflags;
@@ -1314,10 +1447,20 @@ int tlog_set_inode_flags(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 			nflags &= ~BTRFS_INODE_NODATASUM;
 		}
 	}
-	/* compression and nocow exclude each other: +c clears C */
-	if (set & BTRFS_INODE_COMPRESS)
-		nflags &= ~(BTRFS_INODE_NOCOMPRESS | BTRFS_INODE_NODATACOW);
+	/*
+	 * The compression flag goes with the btrfs.compression property: set
+	 * to the mount's algorithm (zlib without one), or removed when the
+	 * flags no longer ask for compression.  A file without checksums
+	 * cannot be compressed (the property refuses: EINVAL).
+	 */
+	if ((nflags & BTRFS_INODE_COMPRESS) &&
+	    (nflags & (BTRFS_INODE_NODATACOW | BTRFS_INODE_NODATASUM)))
+		return -EINVAL;
 	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err && (nflags & BTRFS_INODE_COMPRESS))
+		err = set_compression_prop(mnt, inode, compress_name(mnt->compress_type));
+	else if (!err)
+		err = remove_compression_prop(mnt, inode);
 	if (err)
 		return err;
 	btrfs_set_inode_item_flags(&inode->item, nflags);
@@ -1385,6 +1528,36 @@ static int find_xattr(struct tlog_inode *inode, const char *name, bool *found)
 		*found = err == 0;
 		if (err == -ENOENT)
 			err = 0;
+	} else if (err > 0) {
+		err = 0;
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
+/* The value of xattr @name of @inode (at most @cap bytes copied). */
+static int get_xattr(struct tlog_inode *inode, const char *name, char *buf, size_t cap,
+		     size_t *len, bool *found)
+{
+	u16 nlen = (u16)strlen(name);
+	struct btrfs_key key = { inode->ino, BTRFS_XATTR_ITEM_KEY, btrfs_name_hash(name, nlen) };
+	struct tlog_dir_entry de;
+	struct btrfs_path path;
+	int err;
+
+	*found = false;
+	*len = 0;
+	btrfs_init_path(&path);
+	err = btrfs_search_slot(inode->root, &key, &path);
+	if (err == 0) {
+		err = btrfs_find_name_in_dir_item(path.nodes[0], path.slots[0], name, nlen, &de, NULL);
+		if (err == 0) {
+			*found = true;
+			*len = de.data_len < cap ? de.data_len : cap;
+			memcpy(buf, de.data, *len);
+		} else if (err == -ENOENT) {
+			err = 0;
+		}
 	} else if (err > 0) {
 		err = 0;
 	}
@@ -1468,8 +1641,19 @@ int tlog_setxattr(struct tlog_mount *mnt, struct tlog_inode *inode, const char *
 		if (err)
 			return err;
 	}
-	if (strncmp(name, "btrfs.", 6) == 0)
-		return -EOPNOTSUPP;	/* properties (btrfs.compression): not yet */
+	if (strncmp(name, "btrfs.", 6) == 0) {
+		u32 mode = tlog_inode_mode(inode);
+
+		/* the one property there is, on the files it applies to, with a valid value */
+		if (strcmp(name, COMPRESSION_PROP) || (!S_ISREG(mode) && !S_ISDIR(mode)))
+			return -EINVAL;
+		if (size && !compress_type_of(value, size) && !is_no_compress(value, size))
+			return -EINVAL;
+		if (size && !is_no_compress(value, size) &&
+		    (btrfs_inode_item_flags(&inode->item) &
+		     (BTRFS_INODE_NODATACOW | BTRFS_INODE_NODATASUM)))
+			return -EINVAL;
+	}
 	if (strlen(name) + size > max_xattr_size(mnt->fs))
 		return -ENOSPC;
 	err = find_xattr(inode, name, &found);
@@ -1485,6 +1669,13 @@ int tlog_setxattr(struct tlog_mount *mnt, struct tlog_inode *inode, const char *
 					 (u16)strlen(name));
 	if (!err)
 		err = insert_xattr(mnt, inode, name, value, size);
+	if (!err && strcmp(name, COMPRESSION_PROP) == 0) {
+		inode->props_loaded = true;
+		inode->has_prop = true;
+		inode->prop_len = size < sizeof(inode->prop_value) ? size : sizeof(inode->prop_value) - 1;
+		memcpy(inode->prop_value, value, inode->prop_len);
+		apply_compression_prop(inode, value, size);
+	}
 	if (!err)
 		touch_ctime(mnt, inode);
 	return err;
@@ -1507,6 +1698,10 @@ int tlog_removexattr(struct tlog_mount *mnt, struct tlog_inode *inode, const cha
 	if (!err)
 		err = btrfs_delete_xattr(mnt->trans, inode->root, inode->ino, name,
 					 (u16)strlen(name));
+	if (!err && strcmp(name, COMPRESSION_PROP) == 0) {
+		inode->has_prop = false;
+		apply_compression_prop(inode, "", 0);
+	}
 	if (!err)
 		touch_ctime(mnt, inode);
 	return err;

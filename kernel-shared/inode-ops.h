@@ -39,10 +39,14 @@
 #include "list.h"
 #include "transaction.h"
 
-/* A run of dirty bytes of one value: [start, end) of the file. */
+/*
+ * A run of dirty bytes: [start, end) of the file, all of value @byte, or
+ * the bytes of @data (owned by the run) when it is set.
+ */
 struct tlog_dirty_run {
 	u64 start, end;
 	u8 byte;
+	u8 *data;
 };
 
 struct tlog_inode {
@@ -54,6 +58,11 @@ struct tlog_inode {
 	bool item_dirty;		/* the in-memory item must be written */
 	bool evicted;			/* its last name went: items deleted */
 	bool flush_on_close;		/* truncated to 0: the next close writes back */
+	/* the btrfs.compression property, read on first need */
+	bool props_loaded, has_prop;
+	u8 prop_compress;		/* BTRFS_COMPRESS_* it names, 0 for none */
+	char prop_value[16];
+	size_t prop_len;
 	/* directories: the next DIR_INDEX number, 0 until first needed */
 	u64 index_cnt;
 
@@ -207,6 +216,13 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 /* BTRFS_IOC_SUBVOL_CREATE: an empty subvolume called @name in @dir. */
 int tlog_create_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len);
 /*
+ * rmdir of @subvol, the root directory of an empty subvolume named @name
+ * in @dir (btrfs_delete_subvolume): its name and root refs go, its root
+ * item gets no references and an orphan item, for the cleaner.
+ */
+int tlog_delete_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		       struct tlog_inode *subvol);
+/*
  * BTRFS_IOC_SNAP_CREATE: a writable snapshot of the subvolume whose root
  * directory is @src, called @name in @dir.  Commits, as the kernel does.
  */
@@ -232,6 +248,11 @@ int tlog_removexattr(struct tlog_mount *mnt, struct tlog_inode *inode, const cha
 
 /* pwrite(2) of @len bytes of value @byte at @off. */
 int tlog_write(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 len, u8 byte);
+/* pwrite(2) of the @len bytes at @buf (copied until written back). */
+int tlog_write_data(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, const void *buf,
+		    u64 len);
+/* Forget @inode's dirty data (its runs' memory freed). */
+void tlog_dirty_release(struct tlog_inode *inode);
 int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size);
 #define TLOG_FALLOC_KEEP_SIZE	(1U << 0)
 #define TLOG_FALLOC_PUNCH_HOLE	(1U << 1)
@@ -252,6 +273,8 @@ static inline int tlog_writeback_inode(struct tlog_mount *mnt, struct tlog_inode
 /* fsync(2) and fdatasync(2) of @inode: for now its data, then a full commit. */
 int tlog_fsync(struct tlog_mount *mnt, struct tlog_inode *inode, bool datasync);
 
+/* The algorithm @inode's btrfs.compression property names (0: none, use the mount's). */
+u8 tlog_inode_compress_type(struct tlog_inode *inode);
 /* Remove security.capability, as a write or chown by anyone does (file_remove_privs). */
 int tlog_inode_kill_privs(struct tlog_mount *mnt, struct tlog_inode *inode);
 /* The largest inline extent a leaf of @fs can hold (BTRFS_MAX_INLINE_DATA_SIZE). */

@@ -329,3 +329,122 @@ int tlog_create_snapshot(struct tlog_mount *mnt, struct tlog_inode *src, struct 
 		err = link_subvol(mnt, dir, name, len, id, &location);
 	return err ? err : tlog_commit(mnt);
 }
+
+/* ---- deleting an empty subvolume (rmdir, btrfs_delete_subvolume) ---- */
+
+/* Drop @id from the uuid tree item of @uuid (btrfs_uuid_tree_remove). */
+static int remove_uuid_item(struct tlog_trans *trans, const u8 uuid[BTRFS_UUID_SIZE], u64 id)
+{
+	struct btrfs_root *uroot;
+	struct btrfs_key key;
+	struct btrfs_path path;
+	u64 a, b;
+	int err;
+
+	err = btrfs_find_root(trans->fs, BTRFS_UUID_TREE_OBJECTID, &uroot);
+	if (err == -ENOENT)
+		return 0;
+	if (err)
+		return err;
+	memcpy(&a, uuid, 8);
+	memcpy(&b, uuid + 8, 8);
+	key = (struct btrfs_key){ le64toh(a), BTRFS_UUID_KEY_SUBVOL, le64toh(b) };
+	btrfs_init_path(&path);
+	err = btrfs_search_slot_for_write(trans, uroot, &key, &path, -1);
+	if (err > 0)
+		err = 0;	/* nothing recorded: nothing to remove */
+	else if (err == 0) {
+		u32 size = btrfs_item_size(path.nodes[0], path.slots[0]);
+		const u8 *p = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+		u32 at = size;
+
+		for (u32 off = 0; off + 8 <= size; off += 8) {
+			__le64 v;
+
+			memcpy(&v, p + off, 8);
+			if (le64toh(v) == id)
+				at = off;
+		}
+		if (at < size)
+			err = btrfs_del_item_part(trans, uroot, &path, at, 8);
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
+/* The name's ROOT_REF and ROOT_BACKREF; *@index gets the name's index. */
+static int remove_root_refs(struct tlog_trans *trans, u64 parent, u64 id, u64 *index)
+{
+	struct btrfs_key key = { parent, BTRFS_ROOT_REF_KEY, id };
+	struct btrfs_path path;
+	int err;
+
+	btrfs_init_path(&path);
+	err = btrfs_search_slot(trans->fs->tree_root, &key, &path);
+	if (err == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) >= sizeof(struct btrfs_root_ref))
+		*index = btrfs_root_ref_sequence(btrfs_item_ptr(path.nodes[0], path.slots[0]));
+	else if (err >= 0)
+		err = tlog_error(-EUCLEAN, "subvolume %llu has no ROOT_REF in %llu",
+				 (unsigned long long)id, (unsigned long long)parent);
+	btrfs_release_path(&path);
+	if (!err)
+		err = btrfs_delete_item(trans, trans->fs->tree_root, &key);
+	key = (struct btrfs_key){ id, BTRFS_ROOT_BACKREF_KEY, parent };
+	if (!err)
+		err = btrfs_delete_item(trans, trans->fs->tree_root, &key);
+	return err;
+}
+
+/* The subvolume a mount without subvol= shows: the root tree's "default" entry. */
+static u64 default_subvol(struct tlog_fs *fs)
+{
+	struct tlog_dir_entry de;
+	struct tlog_errsave saved;
+	u64 id = BTRFS_FS_TREE_OBJECTID;
+
+	tlog_error_save(&saved);
+	if (btrfs_lookup_dir_entry(fs->tree_root, btrfs_super_block_root_dir_objectid(&fs->super),
+				   "default", 7, &de) == 0)
+		id = de.location.objectid;
+	tlog_error_restore(&saved);
+	return id;
+}
+
+int tlog_delete_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		       struct tlog_inode *subvol)
+{
+	struct btrfs_root *root = subvol->root;
+	u64 id = root->root_key.objectid, index = 0;
+	struct btrfs_key orphan = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, id };
+	int err;
+
+	if (id == default_subvol(mnt->fs))
+		return -EPERM;	/* the default subvolume stays */
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err)
+		err = remove_root_refs(mnt->trans, dir->root->root_key.objectid, id, &index);
+	if (!err)
+		err = btrfs_remove_dir_entries(mnt->trans, dir->root, dir->ino, name, len, index);
+	if (err)
+		return err;
+	tlog_dir_changed(mnt, dir, -2 * (s64)len);
+	dir->last_unlink_trans = mnt->trans->transid;
+	/*
+	 * The tree itself is the cleaner's to drop, after the commit: it
+	 * stays with no references and an orphan item that says so, and the
+	 * kernel finishes the job at a later mount.
+	 */
+	btrfs_set_root_item_refs(&root->root_item, 0);
+	err = write_root_item(mnt->trans, root);
+	if (!err)
+		err = btrfs_insert_item(mnt->trans, mnt->fs->tree_root, &orphan, NULL, 0);
+	if (!err)
+		err = remove_uuid_item(mnt->trans, root->root_item.uuid, id);
+	if (!err) {
+		btrfs_set_inode_item_nlink(&subvol->item, 0);
+		subvol->evicted = true;
+		subvol->item_dirty = false;
+		list_del_init(&subvol->dirty_list);
+	}
+	return err;
+}

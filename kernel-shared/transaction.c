@@ -141,11 +141,14 @@ static int alloc_space(struct trans_state *st, u64 type, u64 len, u64 align, u64
 
 	type = space_type(st->trans.fs, type);
 	err = btrfs_alloc_range(&st->bgs, type, len, align, ret);
-
-	if (err != -ENOSPC)
-		return err;
-	err = grow_space(st, type);
-	return err ? err : btrfs_alloc_range(&st->bgs, type, len, align, ret);
+	if (err == -ENOSPC) {
+		err = grow_space(st, type);
+		if (!err)
+			err = btrfs_alloc_range(&st->bgs, type, len, align, ret);
+	}
+	if (!err)
+		st->trans.fs->data_cursor = st->bgs.data_cursor;
+	return err;
 }
 
 static int trans_alloc_block(struct tlog_trans *trans, struct btrfs_root *root, int level,
@@ -229,6 +232,7 @@ int tlog_trans_start_flags(struct tlog_fs *fs, unsigned int flags, struct tlog_t
 		free(st);
 		return err;
 	}
+	st->bgs.data_cursor = fs->data_cursor;
 	st->trans = (struct tlog_trans){ .fs = fs, .transid = fs->generation + 1,
 					 .now = clock_now(), .ops = &image_trans_ops };
 	st->system_reserve = 16ULL * fs->nodesize;

@@ -32,6 +32,26 @@ run cat "$work/demo.img" /docs/readme.txt
 echo; echo "\$ tlogctl stat --format json IMAGE /link"
 "$TL" stat --format json "$work/demo.img" /link
 
+# File operations applied offline, as the kernel would apply them.
+cat > "$work/ops.tlw" <<'OPS'
+mkdir /projects
+write /projects/notes 0 10000 0x61
+link /projects/notes /notes-link
+setxattr /projects/notes user.owner demo
+create /projects/big
+falloc /projects/big 0 1m keep
+sync
+rename /projects/notes /projects/notes.old
+mkdir /projects
+write /projects/notes.old 4096 4096 0x62
+OPS
+echo; echo "\$ cat ops.tlw"; cat "$work/ops.tlw"
+run run --commit --stats "$work/demo.img" "$work/ops.tlw" || true
+run ls -l -i "$work/demo.img" /projects
+run fiemap -v "$work/demo.img" /projects/notes.old
+echo; echo "\$ btrfs check --readonly IMAGE"
+btrfs check --readonly "$work/demo.img" 2>&1 | grep -E "no error found|error"
+
 # Replaying a log offline: the kernel writes a log tree at fsync; the image
 # is copied before the transaction commits, as a power cut would leave it.
 if [ "$(id -u)" != 0 ] || ! grep -qw btrfs /proc/filesystems; then

@@ -1,0 +1,121 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# tlogctl run on its own (no mount needed): the script is parsed whole
+# before anything changes, refused operations are reported as the system
+# call would report them and the script goes on (or stops with
+# --strict), power cut vs clean unmount, SOURCE_DATE_EPOCH, --stats and
+# JSON, mount options, and what the resulting image holds, read back
+# through the query commands.
+. "$(dirname "$0")/../common.sh"
+
+img="$TMP/img"
+tl mkfs -q -b 256M "$img" || fail "mkfs"
+fp() { sha256sum "$1" | cut -d' ' -f1; }
+
+# ---- a syntax error anywhere: exit 2, SCRIPT:LINE, nothing written ----
+printf 'mkdir /a\nwrite /a/f 0 10\nbogus /x\n' > "$TMP/bad1.tlw"
+printf 'mkdir /a\nwrite /a/f zero 10\n' > "$TMP/bad2.tlw"
+printf 'mkdir a\n' > "$TMP/bad3.tlw"
+printf 'setxattr /a user.x "unclosed\n' > "$TMP/bad4.tlw"
+printf 'mknod /n c 4096 1\n' > "$TMP/bad5.tlw"
+before=$(fp "$img")
+for i in 1 2 3 4 5; do
+	rc=0
+	tl run "$img" "$TMP/bad$i.tlw" > /dev/null 2> "$TMP/err" || rc=$?
+	[ $rc = 2 ] || fail "syntax error $i: exit $rc, not 2"
+	grep -q "^$TMP/bad$i.tlw:[0-9]*: " "$TMP/err" || { cat "$TMP/err"; fail "syntax error $i: no SCRIPT:LINE: message"; }
+	[ "$(wc -l < "$TMP/err")" = 1 ] || { cat "$TMP/err"; fail "syntax error $i: more than one line"; }
+done
+grep -q ':3: unknown operation' <(tl run "$img" "$TMP/bad1.tlw" 2>&1) || fail "the line of the error"
+[ "$(fp "$img")" = "$before" ] || fail "a script with a syntax error changed the image"
+
+# ---- refusals: reported, the script goes on; --strict stops ----
+cat > "$TMP/ops.tlw" <<'S'
+mkdir /d
+write /d/a 0 5000 0x61
+mkdir /d
+rmdir /missing
+write /d/b 0 100 0x62
+link /d /d2
+rename /d/a /d/b
+symlink /d/b /s
+setxattr /d/b user.k "a value"
+removexattr /d/b user.none
+chmod /d/b 600
+chown /d/b 12 34
+mknod /d/c c 1 3
+mknod /d/p p
+S
+rc=0
+tl run --commit "$img" "$TMP/ops.tlw" > /dev/null 2> "$TMP/err" || rc=$?
+[ $rc = 0 ] || { cat "$TMP/err"; fail "run exited $rc"; }
+cat > "$TMP/expect" <<E
+$TMP/ops.tlw:3: mkdir: File exists
+$TMP/ops.tlw:4: rmdir: No such file or directory
+$TMP/ops.tlw:6: link: Operation not permitted
+$TMP/ops.tlw:10: removexattr: No data available
+E
+diff "$TMP/expect" "$TMP/err" || fail "the refusals reported"
+tl ls -l "$img" /d > "$TMP/ls" || fail "ls after run"
+grep -q '^-rw------- *1 *12 *34 *5000 .* b$' "$TMP/ls" || { cat "$TMP/ls"; fail "/d/b after rename over it, chmod, chown"; }
+grep -q '^c' "$TMP/ls" && grep -q '^p' "$TMP/ls" || { cat "$TMP/ls"; fail "device and fifo"; }
+[ "$(tl cat "$img" /d/b | head -c 5000 | tr -d a | wc -c)" = 0 ] || fail "contents of /d/b"
+[ "$(tl ls "$img" /d | tr '\n' ' ')" = "b c p " ] || fail "names in /d: $(tl ls "$img" /d)"
+tl stat "$img" /d/c | grep -qi "device.*1, *3\|1:3\|rdev.*1,3\|major.*1" ||
+	{ tl stat "$img" /d/c; fail "rdev of /d/c"; }
+
+printf 'mkdir /e\nrmdir /nothing\nmkdir /f\n' > "$TMP/strict.tlw"
+rc=0
+tl run --strict --commit "$img" "$TMP/strict.tlw" 2> "$TMP/err" || rc=$?
+[ $rc = 1 ] || fail "--strict: exit $rc, not 1"
+tl ls "$img" / | grep -qx e || fail "--strict: what came before the refusal is lost"
+tl ls "$img" / | grep -qx f && fail "--strict: an operation after the refusal was applied"
+
+# ---- power cut vs clean unmount ----
+base=$(fp "$img")
+printf 'mkdir /pc\nwrite /pc/x 0 1m\n' > "$TMP/pc.tlw"
+tl run "$img" "$TMP/pc.tlw" || fail "run without --commit"
+[ "$(fp "$img")" = "$base" ] || fail "without --commit nothing may be committed"
+printf 'mkdir /pc\nsync\nwrite /pc/x 0 1m\n' > "$TMP/pc2.tlw"
+tl run "$img" "$TMP/pc2.tlw" || fail "run with a sync"
+tl ls "$img" / | grep -qx pc || fail "the sync did not commit"
+tl ls "$img" /pc | grep -q . && fail "a write after the last sync was committed"
+
+# ---- SOURCE_DATE_EPOCH, stdin, --stats --format json ----
+printf 'mkdir /t\nwrite /t/x 0 10\n' | SOURCE_DATE_EPOCH=1000000000 tl run --commit --stats --format json "$img" - > "$TMP/stats.json" ||
+	fail "run from stdin"
+python3 - "$TMP/stats.json" <<'PY' || fail "--stats JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["operations"] == 2 and d["operations_done"] == 2 and d["operations_refused"] == 0, d
+assert d["transactions"] >= 1 and d["blocks_written"] > 0 and d["data_extents"] == 0, d
+PY
+tl stat --format json "$img" /t/x | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+m = d.get("mtime") or d.get("times", {}).get("mtime")
+s = json.dumps(m)
+assert "1000000000" in s or "2001-09-09" in s, s' || { tl stat "$img" /t/x; fail "SOURCE_DATE_EPOCH not used for times"; }
+
+# ---- mount options ----
+rc=0
+tl run -o compress=brotli "$img" "$TMP/pc.tlw" 2> "$TMP/err" || rc=$?
+[ $rc = 1 ] && grep -q "ERROR: bad mount options" "$TMP/err" || { cat "$TMP/err"; fail "a bad -o"; }
+printf 'write /z 0 1m 0x7a\n' > "$TMP/z.tlw"
+tl run -o compress=zstd --commit "$img" "$TMP/z.tlw" || fail "run -o compress=zstd"
+tl fiemap -v "$img" /z | python3 -c '
+import sys
+flags = [int(l.split()[-1], 16) for l in sys.stdin.read().splitlines()[2:]]
+sys.exit(0 if flags and all(f & 8 for f in flags) else 1)' || { tl fiemap -v "$img" /z; fail "compress=zstd wrote plain extents"; }
+tl dump-super "$img" | grep -qi "compress_zstd\|COMPRESS_ZSTD" || fail "compress=zstd did not mark the filesystem"
+[ "$(tl cat "$img" /z | tr -d z | wc -c)" = 0 ] && [ "$(tl cat "$img" /z | wc -c)" = 1048576 ] ||
+	fail "compressed contents read back wrong"
+
+# ---- bad targets ----
+rc=0
+tl run "$TMP/missing.img" "$TMP/pc.tlw" 2> "$TMP/err" || rc=$?
+[ $rc = 1 ] && grep -q "^tlogctl: ERROR: " "$TMP/err" || fail "a missing image"
+rc=0
+tl run "$img" "$TMP/missing.tlw" 2> "$TMP/err" || rc=$?
+[ $rc = 2 ] && grep -q "cannot open" "$TMP/err" || { cat "$TMP/err"; fail "a missing script: exit $rc"; }
+echo "run: syntax, refusals, strict, power cut, epoch, stats, options, bad targets"
