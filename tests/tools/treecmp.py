@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Record what a mounted btrfs tree looks like, and compare two records.
 
-usage: treecmp.py walk MNT OUT.json [--diff [--labels A,B] REF.json]
+usage: treecmp.py walk [--fiemap] MNT OUT.json [--diff [--labels A,B] REF.json]
        treecmp.py diff [--labels A,B] A.json B.json
        treecmp.py files [--limit N] A.json [B.json ...]
        treecmp.py inodes TLOGCTL IMG OUT.json
@@ -14,7 +14,10 @@ directories, as lsattr shows them), sha256 of the content
 (a read error is recorded as such), the data/hole map from SEEK_DATA and
 SEEK_HOLE, the symlink target, the xattrs (sorted, values in hex), for
 directories the names in readdir order (btrfs: directory index order), and
-whether the directory is a subvolume root.  Timestamps are not recorded.
+whether the directory is a subvolume root, for device nodes the device
+number.  With --fiemap, also the FIEMAP extents of every regular file
+(FIEMAP_FLAG_SYNC; logical offset, length and flags of each, the physical
+address left out).  Timestamps are not recorded.
 
 diff (or walk --diff, REF being A and the walk B): prints every path only on one side and every differing field, and
 exits 1 when there is any difference.
@@ -80,6 +83,43 @@ def content(path, size):
 
 
 FS_IOC_GETFLAGS = 0x80086601
+FS_IOC_FIEMAP = 0xC020660B
+FIEMAP_FLAG_SYNC = 1
+FIEMAP_EXTENT_LAST = 1
+FIEMAP_BATCH = 256
+
+
+def fiemap(path):
+    """[[logical, length, flags], ...] of the whole file (no physical address)"""
+    import struct
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as e:
+        return "open error: %s" % os.strerror(e.errno)
+    out = []
+    start = 0
+    try:
+        while True:
+            req = bytearray(struct.pack("QQIIII", start, (1 << 64) - 1 - start, FIEMAP_FLAG_SYNC,
+                                        0, FIEMAP_BATCH, 0) + bytes(56 * FIEMAP_BATCH))
+            fcntl.ioctl(fd, FS_IOC_FIEMAP, req, True)
+            n = struct.unpack_from("I", req, 20)[0]
+            if n == 0:
+                break
+            last = False
+            for i in range(n):
+                lo, _, ln, _, _, fl = struct.unpack_from("QQQQQI", req, 32 + 56 * i)
+                out.append([lo, ln, "0x%x" % fl])
+                last = fl & FIEMAP_EXTENT_LAST
+                start = lo + ln
+            if last or n < FIEMAP_BATCH:
+                break
+    except OSError as e:
+        return "fiemap error: %s" % os.strerror(e.errno)
+    finally:
+        os.close(fd)
+    return out
+
 
 
 def inode_flags(path):
@@ -116,7 +156,7 @@ TYPES = {stat.S_IFREG: "file", stat.S_IFDIR: "dir", stat.S_IFLNK: "symlink",
          stat.S_IFSOCK: "socket"}
 
 
-def walk(mnt):
+def walk(mnt, with_fiemap=False):
     rec = {}
 
     def visit(path, rel, parent_dev):
@@ -141,6 +181,8 @@ def walk(mnt):
             e["sha256"], m = content(path, st.st_size)
             if m is not None:
                 e["map"] = m
+            if with_fiemap:
+                e["fiemap"] = fiemap(path)
         elif stat.S_ISLNK(st.st_mode):
             e["target"] = os.readlink(path)
         elif stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
@@ -270,8 +312,11 @@ def main():
     if not argv:
         sys.exit(__doc__)
     cmd = argv.pop(0)
+    with_fiemap = cmd == "walk" and argv[:1] == ["--fiemap"]
+    if with_fiemap:
+        argv.pop(0)
     if cmd == "walk" and len(argv) in (2, 5, 6) and (len(argv) == 2 or argv[2] == "--diff"):
-        rec = walk(argv[0])
+        rec = walk(argv[0], with_fiemap)
         with open(argv[1], "w") as fh:
             json.dump(rec, fh, sort_keys=True, indent=0)
         if len(argv) == 2:

@@ -1,0 +1,97 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# "tlogctl run --commit" against the kernel (see helpers/run-lib.sh): every
+# script on a fresh image, run by the kernel on a loop mount (A, then a
+# clean umount) and by tlogctl on the unmounted image (B); the refusals,
+# the trees (FIEMAP included), btrfs check before and after the kernel
+# writes to B must agree.  Scripts: the hand-written scenarios
+# (replay-scenarios/*.tlw), the CrashMonkey/Ace corpus
+# (../shared/corpus/crashmonkey, identical scripts once) and
+# TLOG_RUN_RANDOM (300) random scripts (tests/tools/wl-random.py plus the
+# operations it does not write; seed TLOG_SEED, by default the date).
+# The mkfs options go round a matrix: nodesize 4k/16k/64k, checksum
+# crc32c/xxhash/sha256/blake2, with and without no-holes.  Scripts with
+# features tlogctl run does not claim yet (RUN_UNSUPPORTED in
+# helpers/run-lib.sh: compression) are listed as not run.  TLOG_SUBSET=N
+# (the sanitizer runs) runs a 1/N share rotating daily (TLOG_ROTATE=K the
+# slice, TLOG_FULL=1 all); TLOG_ONLY="PATTERN..." the names matching one.
+. "$(dirname "$0")/../common.sh"
+. "$(dirname "$0")/helpers/replay-lib.sh"
+. "$(dirname "$0")/helpers/run-lib.sh"
+need_cmd mkfs.btrfs btrfs python3 xfs_io losetup sha256sum
+run_init
+need_mount
+
+SEED=${TLOG_SEED:-$(date +%Y%m%d)}
+NRANDOM=${TLOG_RUN_RANDOM:-300}
+echo "seed $SEED (rerun with TLOG_SEED=$SEED)"
+[ -n "$RUN_UNSUPPORTED" ] && echo "not claimed by tlogctl run yet (RUN_UNSUPPORTED): $RUN_UNSUPPORTED"
+
+subset=${TLOG_SUBSET:-1}
+[ "${TLOG_FULL:-0}" = 1 ] && subset=1
+rot=${TLOG_ROTATE:-$(( $(date +%s) / 86400 % subset ))}
+[ "$subset" -gt 1 ] && echo "running slice $rot of $subset (TLOG_ROTATE=$rot; TLOG_FULL=1 for all)"
+
+# the list: NAME SCRIPT
+list=()
+for s in "$TOP"/tests/kernel/replay-scenarios/*.tlw; do
+	list+=("scn-$(basename "$s" .tlw) $s")
+done
+if [ -d "$CORPUS/crashmonkey" ]; then
+	declare -A seen=()
+	dups=0
+	for s in $(ls "$CORPUS"/crashmonkey/*.tlw | sort -V); do
+		key=$(grep -v '^[[:space:]]*#' "$s" | sed 's/[[:space:]]*#.*//' | sha256sum | cut -c1-16)
+		if [ -n "${seen[$key]:-}" ]; then
+			dups=$((dups + 1))
+			continue
+		fi
+		seen[$key]=1
+		list+=("cm-$(basename "$s" .tlw) $s")
+	done
+	echo "CrashMonkey corpus: $dups scripts identical to an earlier one not run again"
+else
+	no_skip && fail "the CrashMonkey corpus is not at $CORPUS/crashmonkey"
+	echo "note: no CrashMonkey corpus at $CORPUS/crashmonkey"
+fi
+# random scripts: generated with a margin, the first NRANDOM supported ones run
+run_random_scripts "$SEED" $((NRANDOM + NRANDOM / 2 + 10)) "$TMP/rnd"
+nr=0
+for s in $(ls "$TMP"/rnd/*.tlw | sort -V); do
+	[ $nr -lt "$NRANDOM" ] || break
+	[ -z "$(run_unsupported "$s")" ] || continue
+	list+=("$(basename "$s" .tlw) $s")
+	nr=$((nr + 1))
+done
+[ $nr = "$NRANDOM" ] || fail "only $nr supported random scripts of the $NRANDOM asked for"
+
+notrun=()
+i=0 ran=0 start=$(date +%s)
+for e in "${list[@]}"; do
+	name=${e%% *} s=${e#* }
+	i=$((i + 1))
+	if [ -n "${TLOG_ONLY:-}" ]; then
+		match=0
+		for pat in $TLOG_ONLY; do [[ "$name" == *$pat* ]] && match=1; done
+		[ $match = 1 ] || continue
+	fi
+	u=$(run_unsupported "$s")
+	if [ -n "$u" ]; then
+		notrun+=("$name ($u)")
+		continue
+	fi
+	[ $(( i % subset )) = "$rot" ] || continue
+	opts=$(run_matrix_opts "$i")
+	before=$SCN_FAILED
+	# shellcheck disable=SC2086
+	run_scenario "$name" run_compare "$s" "$name" $opts
+	[ "$SCN_FAILED" = "$before" ] || echo "      (seed $SEED; rerun: TLOG_SEED=$SEED TLOG_ONLY=$name)"
+	ran=$((ran + 1))
+done
+[ $ran -gt 0 ] || skip "no scripts selected"
+echo
+echo "${#notrun[@]} script(s) not run, their features not claimed by tlogctl run (RUN_UNSUPPORTED=\"$RUN_UNSUPPORTED\"):"
+for n in "${notrun[@]}"; do echo "    $n"; done
+echo "seed $SEED; $ran scripts in $(( $(date +%s) - start ))s"
+scenario_summary "tlogctl run against the kernel"
+exit 0
