@@ -64,6 +64,14 @@ struct run_ctx {
 	u64 ops_done, ops_refused, syncs;
 };
 
+/* "PATH/": the path walk then wants a directory at the end. */
+static bool trailing_slash(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 1 && path[n - 1] == '/';
+}
+
 /* Symlinks followed on the way to an opened file, as the kernel's limit. */
 #define MAX_SYMLINK_FOLLOW 40
 
@@ -95,13 +103,19 @@ static int open_path(struct tlog_mount *mnt, const char *path, bool create,
 		}
 		err = tlog_lookup(mnt, dir, name, len, &inode);
 		if (err == -ENOENT && create)
-			err = tlog_create(mnt, dir, name, len, S_IFREG | 0644, 0, NULL, &inode);
+			err = trailing_slash(path) ? -EISDIR :
+			      tlog_create(mnt, dir, name, len, S_IFREG | 0644, 0, NULL, &inode);
 		if (err) {
 			tlog_iput(mnt, dir);
 			break;
 		}
 		if (!S_ISLNK(tlog_inode_mode(inode))) {
 			tlog_iput(mnt, dir);
+			if (trailing_slash(path) && !S_ISDIR(tlog_inode_mode(inode))) {
+				tlog_iput(mnt, inode);
+				err = -ENOTDIR;
+				break;
+			}
 			*ret = inode;
 			break;
 		}
@@ -134,7 +148,13 @@ static int open_path(struct tlog_mount *mnt, const char *path, bool create,
 /* The inode @path names itself (lstat: a final symlink is not followed). */
 static int lookup_nofollow(struct tlog_mount *mnt, const char *path, struct tlog_inode **ret)
 {
-	return tlog_lookup_path(mnt, path, ret);
+	int err;
+
+	/* a trailing slash makes the walk follow a final link and want a directory */
+	if (trailing_slash(path))
+		return open_path(mnt, path, false, ret);
+	err = tlog_lookup_path(mnt, path, ret);
+	return err;
 }
 
 /* Opened for writing: a directory refuses (EISDIR), as open(O_WRONLY) does. */
@@ -160,7 +180,17 @@ static int do_create(struct tlog_mount *mnt, const char *path, u32 mode, u64 rde
 
 	if (err)
 		return err;
-	err = tlog_create(mnt, dir, name, len, mode, rdev, target, NULL);
+	if (trailing_slash(path) && !S_ISDIR(mode)) {
+		/* open(O_CREAT) says EISDIR; mknod and symlink find no directory */
+		struct tlog_inode *old;
+
+		err = tlog_lookup(mnt, dir, name, len, &old);
+		if (!err)
+			tlog_iput(mnt, old);
+		err = !err ? -EEXIST : S_ISREG(mode) ? -EISDIR : err;
+	} else {
+		err = tlog_create(mnt, dir, name, len, mode, rdev, target, NULL);
+	}
 	tlog_iput(mnt, dir);
 	return err;
 }
@@ -174,7 +204,18 @@ static int do_unlink(struct tlog_mount *mnt, const char *path, bool rmdir)
 
 	if (err)
 		return err;
-	err = tlog_unlink(mnt, dir, name, len, rmdir);
+	if (!rmdir && trailing_slash(path)) {
+		/* unlink("f/"): a file there is not a directory, a directory is one */
+		struct tlog_inode *inode;
+
+		err = tlog_lookup(mnt, dir, name, len, &inode);
+		if (!err) {
+			err = S_ISDIR(tlog_inode_mode(inode)) ? -EISDIR : -ENOTDIR;
+			tlog_iput(mnt, inode);
+		}
+	} else {
+		err = tlog_unlink(mnt, dir, name, len, rmdir);
+	}
 	tlog_iput(mnt, dir);
 	return err;
 }
@@ -210,6 +251,19 @@ static int do_rename(struct tlog_mount *mnt, const char *old, const char *new,
 	if (err)
 		return err;
 	err = tlog_lookup_parent(mnt, new, &ndir, &nname, &nlen);
+	if (!err && (trailing_slash(old) || trailing_slash(new))) {
+		/* a trailing slash on either name wants the source to be a directory */
+		struct tlog_inode *src;
+
+		err = tlog_lookup(mnt, odir, oname, olen, &src);
+		if (!err) {
+			if (!S_ISDIR(tlog_inode_mode(src)))
+				err = -ENOTDIR;
+			tlog_iput(mnt, src);
+		}
+		if (err)
+			tlog_iput(mnt, ndir);
+	}
 	if (!err) {
 		err = tlog_rename(mnt, odir, oname, olen, ndir, nname, nlen, flags);
 		tlog_iput(mnt, ndir);

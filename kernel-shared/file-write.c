@@ -1043,10 +1043,23 @@ int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
 	err = tlog_mount_trans(mnt, &mnt->trans);
 	if (!err)
 		err = tlog_inode_kill_privs(mnt, inode);
-	if (!err && size > old)
+	if (!err && size > old) {
 		err = cont_expand(mnt, inode, old, size);
-	else if (!err)
-		err = shrink(mnt, inode, size);	/* the same size drops prealloc past EOF too */
+	} else if (!err) {
+		/*
+		 * btrfs_setsize then btrfs_truncate: the page cache past the
+		 * new size goes, the dirty block holding it is written back
+		 * (from round_down(size): its own extent), then what the trees
+		 * hold past it is dropped.  The same size drops prealloc past
+		 * EOF too.
+		 */
+		btrfs_set_inode_item_size(&inode->item, size);
+		err = dirty_cut(inode, size, (u64)-1);
+		if (!err && size != old)
+			err = tlog_writeback_range(mnt, inode, sector_down(mnt, size), (u64)-1);
+		if (!err)
+			err = shrink(mnt, inode, size);
+	}
 	if (err)
 		return err;
 	/* truncated to nothing: the last close starts writeback (the rewrite-by-replace idiom) */
@@ -1213,16 +1226,15 @@ static int punch_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off
 	err = tlog_writeback_range(mnt, inode, off, off + len);
 	if (err)
 		return err;
-	if (off >= ino_size)
-		return 1;
+	/* past EOF only preallocation is there to punch: a hole otherwise */
 	err = skip_leading_hole(mnt, inode, &off, &len);
 	if (err)
 		return err;		/* 1: all of it is a hole already */
 	lockstart = sector_up(mnt, off);
 	lockend = sector_down(mnt, off + len);	/* exclusive */
 	if (sector_down(mnt, off) == sector_down(mnt, off + len - 1) && len < mnt->fs->sectorsize)
-		return truncate_block(mnt, inode, off, off + len);	/* inside one block */
-	err = truncate_block(mnt, inode, off, 0);
+		return off < ino_size ? truncate_block(mnt, inode, off, off + len) : 1;
+	err = off < ino_size ? truncate_block(mnt, inode, off, 0) : 0;
 	if (err)
 		return err;
 	if (off == orig && lockstart < off + len) {

@@ -601,26 +601,96 @@ int tlog_lookup(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	return tlog_iget(mnt, target.root, target.ino, ret);
 }
 
-/* Walk @path up to (without) its last component; *@last points at that. */
+/* Symlinks followed in one path walk, as the kernel's limit. */
+#define MAX_SYMLINK_HOPS 40
+
+/* The top-level subvolume's root directory. */
+static int top_dir(struct tlog_mount *mnt, struct tlog_inode **ret)
+{
+	struct btrfs_root *top;
+	int err = btrfs_read_root(mnt->fs, BTRFS_FS_TREE_OBJECTID, &top);
+
+	return err ? err : tlog_iget(mnt, top, btrfs_root_item_root_dirid(&top->root_item), ret);
+}
+
+/*
+ * "..": a directory's parent is its INODE_REF's (one, as directories have
+ * one name); a subvolume's root directory goes up to the directory that
+ * holds the subvolume (its ROOT_BACKREF); the top stays where it is.
+ */
+static int parent_dir(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode **ret)
+{
+	struct btrfs_root *root = dir->root;
+	u64 id = root->root_key.objectid;
+	bool subvol_root = dir->ino == btrfs_root_item_root_dirid(&root->root_item);
+	struct btrfs_key key = subvol_root ?
+		(struct btrfs_key){ id, BTRFS_ROOT_BACKREF_KEY, 0 } :
+		(struct btrfs_key){ dir->ino, BTRFS_INODE_REF_KEY, 0 };
+	struct btrfs_root *search = subvol_root ? mnt->fs->tree_root : root;
+	struct btrfs_path path;
+	u64 parent = 0, parent_root = 0;
+	int err;
+
+	if (subvol_root && id == BTRFS_FS_TREE_OBJECTID) {
+		dir->refs++;
+		*ret = dir;
+		return 0;
+	}
+	btrfs_init_path(&path);
+	err = btrfs_search_forward(search, &key, &path);
+	if (err == 0) {
+		struct btrfs_key found;
+
+		btrfs_item_key_to_cpu(path.nodes[0], &found, path.slots[0]);
+		if (found.objectid != key.objectid || found.type != key.type)
+			err = -ENOENT;
+		else if (subvol_root && btrfs_item_size(path.nodes[0], path.slots[0]) >=
+			 sizeof(struct btrfs_root_ref)) {
+			parent_root = found.offset;
+			parent = btrfs_root_ref_dirid(btrfs_item_ptr(path.nodes[0], path.slots[0]));
+		} else if (!subvol_root) {
+			parent = found.offset;
+		} else {
+			err = -EUCLEAN;
+		}
+	} else if (err > 0) {
+		err = -ENOENT;
+	}
+	btrfs_release_path(&path);
+	if (err)
+		return err;
+	if (subvol_root) {
+		err = btrfs_read_root(mnt->fs, parent_root, &root);
+		if (err)
+			return err;
+	}
+	return tlog_iget(mnt, root, parent, ret);
+}
+
+/*
+ * Walk @path up to (without) its last component, following symlinks and
+ * ".." on the way as the kernel's path walk does; *@last points at the
+ * last component, which is always part of @path itself (following a link
+ * replaces what comes before it, never what follows).
+ */
 static int walk_path(struct tlog_mount *mnt, const char *path, struct tlog_inode **ret,
 		     const char **last, u16 *last_len)
 {
-	struct btrfs_root *top;
-	struct tlog_inode *cur;
-	const char *p = path;
-	int err;
+	char *buf = NULL;
+	const char *cur = path, *p;
+	struct tlog_inode *dir;
+	int hops = 0, err;
 
 	if (path[0] != '/')
 		return -EINVAL;
-	err = btrfs_read_root(mnt->fs, BTRFS_FS_TREE_OBJECTID, &top);
+restart:
+	err = top_dir(mnt, &dir);
 	if (err)
-		return err;
-	err = tlog_iget(mnt, top, btrfs_root_item_root_dirid(&top->root_item), &cur);
-	if (err)
-		return err;
-	for (;;) {
+		goto out;
+	for (p = cur;;) {
 		const char *name, *end;
 		struct tlog_inode *next;
+		size_t nlen;
 
 		while (*p == '/')
 			p++;
@@ -628,39 +698,75 @@ static int walk_path(struct tlog_mount *mnt, const char *path, struct tlog_inode
 		end = strchr(name, '/');
 		if (!end)
 			end = name + strlen(name);
+		nlen = (size_t)(end - name);
 		p = end;
 		while (*p == '/')
 			p++;
+		if (nlen > BTRFS_NAME_LEN) {
+			err = -ENAMETOOLONG;
+			break;
+		}
 		if (!*p) {
-			/* the last component (empty for "/") */
-			if (end - name > BTRFS_NAME_LEN) {
-				tlog_iput(mnt, cur);
-				return -ENAMETOOLONG;
-			}
-			*last = name;
-			*last_len = (u16)(end - name);
-			*ret = cur;
-			return 0;
+			/* the last component (empty for "/"), as it stands in @path */
+			*last = path + strlen(path) - strlen(name);
+			*last_len = (u16)nlen;
+			*ret = dir;
+			dir = NULL;
+			break;
 		}
-		if (end - name > BTRFS_NAME_LEN) {
-			tlog_iput(mnt, cur);
-			return -ENAMETOOLONG;
-		}
-		if (end - name == 2 && name[0] == '.' && name[1] == '.') {
-			/* ".." would need the parent; scripts name paths from the root */
-			tlog_iput(mnt, cur);
-			return -EINVAL;
-		}
-		err = tlog_lookup(mnt, cur, name, (u16)(end - name), &next);
-		tlog_iput(mnt, cur);
+		if (nlen == 2 && name[0] == '.' && name[1] == '.')
+			err = parent_dir(mnt, dir, &next);
+		else
+			err = tlog_lookup(mnt, dir, name, (u16)nlen, &next);
 		if (err)
-			return err;
+			break;
 		if (S_ISLNK(tlog_inode_mode(next))) {
+			/* the target takes the place of everything up to the link */
+			char target[4096], *rewritten;
+			int tlen = btrfs_read_symlink(next->root, next->ino, target, sizeof(target));
+			size_t head = target[0] == '/' ? 0 : (size_t)(name - cur);
+
 			tlog_iput(mnt, next);
-			return -ELOOP;
+			if (tlen < 0) {
+				err = tlen;
+				break;
+			}
+			if (++hops > MAX_SYMLINK_HOPS) {
+				err = -ELOOP;
+				break;
+			}
+			rewritten = malloc(head + tlen + 2 + strlen(end));
+			if (!rewritten) {
+				err = -ENOMEM;
+				break;
+			}
+			memcpy(rewritten, target[0] == '/' ? "" : cur, head);
+			memcpy(rewritten + head, target, tlen);
+			rewritten[head + tlen] = '/';
+			strcpy(rewritten + head + tlen + 1, end);
+			if (rewritten[0] != '/') {
+				err = -EINVAL;
+				free(rewritten);
+				break;
+			}
+			free(buf);
+			buf = rewritten;
+			cur = buf;
+			tlog_iput(mnt, dir);
+			goto restart;
 		}
-		cur = next;
+		if (!S_ISDIR(tlog_inode_mode(next))) {
+			tlog_iput(mnt, next);
+			err = -ENOTDIR;
+			break;
+		}
+		tlog_iput(mnt, dir);
+		dir = next;
 	}
+	tlog_iput(mnt, dir);
+out:
+	free(buf);
+	return err;
 }
 
 int tlog_lookup_parent(struct tlog_mount *mnt, const char *path, struct tlog_inode **dir,
@@ -866,7 +972,7 @@ u32 tlog_max_inline_data_size(const struct tlog_fs *fs)
 
 /* The new inode's item and INODE_REF, in one batch (btrfs_create_new_inode). */
 static int insert_new_inode(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name,
-			    u16 len, u32 mode, u64 rdev, u64 ino, u64 index,
+			    u16 len, u32 mode, u64 rdev, u64 size, u64 ino, u64 index,
 			    struct btrfs_inode_item *ii)
 {
 	struct btrfs_key keys[2] = {
@@ -884,6 +990,9 @@ static int insert_new_inode(struct tlog_mount *mnt, struct tlog_inode *dir, cons
 	btrfs_set_inode_item_nlink(ii, 1);
 	btrfs_set_inode_item_mode(ii, mode);
 	btrfs_set_inode_item_rdev(ii, rdev);
+	/* a symlink's size is its target's: readers of the tree see it at once */
+	btrfs_set_inode_item_size(ii, size);
+	btrfs_set_inode_item_nbytes(ii, size);
 	btrfs_set_inode_item_flags(ii, inherited_flags(dir, mode));
 	ii->atime = ii->ctime = ii->mtime = ii->otime = mnt->now;
 	btrfs_init_path(&path);
@@ -947,20 +1056,16 @@ int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	if (!err)
 		err = tlog_dir_next_index(dir, &index);
 	if (!err)
-		err = insert_new_inode(mnt, dir, name, len, mode, rdev, ino, index, &ii);
+		err = insert_new_inode(mnt, dir, name, len, mode, rdev, S_ISLNK(mode) ? target_len : 0,
+				       ino, index, &ii);
 	if (err)
 		return err;
 	err = add_cached(mnt, dir->root, ino, &ii, &inode);
 	if (err)
 		return err;
 	inode->last_trans = mnt->trans->transid;
-	if (S_ISLNK(mode)) {
+	if (S_ISLNK(mode))
 		err = insert_symlink_target(mnt, inode, target, (u32)target_len);
-		btrfs_set_inode_item_size(&inode->item, target_len);
-		btrfs_set_inode_item_nbytes(&inode->item, target_len);
-		inode->disk_i_size = target_len;
-		tlog_inode_mark_dirty(mnt, inode);
-	}
 	if (!err)
 		err = inherit_props(mnt, dir, inode);
 	if (!err)
@@ -1477,6 +1582,16 @@ int tlog_set_inode_flags(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 
 	nflags = (flags | set) & ~clear;
 	if ((nflags & BTRFS_INODE_COMPRESS) && (nflags & BTRFS_INODE_NOCOMPRESS))
+		return -EINVAL;
+	/* check_fsflags: nocow and either compression flag exclude each other, old or new */
+	if ((nflags & BTRFS_INODE_COMPRESS) && (nflags & BTRFS_INODE_NODATACOW) &&
+	    (set & (BTRFS_INODE_COMPRESS | BTRFS_INODE_NODATACOW)))
+		return -EINVAL;
+	if ((flags & BTRFS_INODE_NODATACOW) &&
+	    (nflags & (BTRFS_INODE_COMPRESS | BTRFS_INODE_NOCOMPRESS)))
+		return -EINVAL;
+	if ((nflags & BTRFS_INODE_NODATACOW) && (set & BTRFS_INODE_NODATACOW) &&
+	    (flags & (BTRFS_INODE_COMPRESS | BTRFS_INODE_NOCOMPRESS)))
 		return -EINVAL;
 	/* btrfs_fileattr_set: NOCOW may change only on empty files (silently kept otherwise) */
 	if ((set ^ clear) & BTRFS_INODE_NODATACOW) {
