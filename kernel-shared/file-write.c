@@ -685,11 +685,12 @@ static int compress_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 
 			size_t clen;
 
 			/*
-			 * What is left is one block that is not the whole file:
-			 * compressing it would save nothing, and says nothing
-			 * about the file's data (no NOCOMPRESS).
+			 * What is left is one block that is not the whole file
+			 * (6.18 asks i_size, not the on-disk size): compressing
+			 * it would save nothing, and says nothing about the
+			 * file's data (no NOCOMPRESS).
 			 */
-			if (actual_end - pos <= ss && (pos > 0 || ce < inode->disk_i_size)) {
+			if (actual_end - pos <= ss && (pos > 0 || ce < i_size(inode))) {
 				err = write_uncompressed(mnt, inode, pos, ce);
 				break;
 			}

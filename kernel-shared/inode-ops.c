@@ -1326,10 +1326,15 @@ static int may_rename(struct tlog_mount *mnt, struct tlog_inode *odir, struct tl
 		if (!is_dir(old) && is_dir(new))
 			return -EISDIR;
 	}
-	if (old->root != ndir->root || (new && new->root != odir->root))
+	/* a subvolume moves anywhere in the filesystem; other inodes stay in theirs */
+	if (!(is_subvol_root(old) && old->root != odir->root) &&
+	    (old->root != ndir->root || (new && new->root != odir->root)))
 		return -EXDEV;
-	if (is_subvol_root(old) || (new && is_subvol_root(new)))
-		return -EXDEV;
+	if (new && is_subvol_root(new) && new->root != ndir->root)
+		return -ENOTEMPTY;	/* a subvolume is never replaced */
+	if (is_subvol_root(old) && old->root != odir->root &&
+	    ((flags & TLOG_RENAME_EXCHANGE) || new))
+		return -EXDEV;		/* moving a subvolume onto a name: not handled */
 	if (new && is_dir(new) && !(flags & TLOG_RENAME_EXCHANGE) && !dir_is_empty(new))
 		return -ENOTEMPTY;
 	if (!new && !is_dir(ndir))
@@ -1372,6 +1377,10 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 		goto out;
 	if (flags & TLOG_RENAME_EXCHANGE) {
 		err = rename_exchange(mnt, odir, old, oname, olen, ndir, new, nname, nlen);
+		goto out;
+	}
+	if (is_subvol_root(old) && old->root != odir->root) {
+		err = tlog_rename_subvol(mnt, odir, oname, olen, ndir, nname, nlen, old);
 		goto out;
 	}
 	/* replacing a file with data: the new one's data goes to disk first (auto_da_alloc) */

@@ -225,6 +225,14 @@ int tlog_create_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const cha
 int tlog_delete_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
 		       struct tlog_inode *subvol);
 /*
+ * rename(2) of @subvol, a subvolume's root directory named @oname in
+ * @odir, to @nname in @ndir (no target there): its entry and root refs
+ * move, in any subvolume of the filesystem.
+ */
+int tlog_rename_subvol(struct tlog_mount *mnt, struct tlog_inode *odir, const char *oname,
+		       u16 olen, struct tlog_inode *ndir, const char *nname, u16 nlen,
+		       struct tlog_inode *subvol);
+/*
  * BTRFS_IOC_SNAP_CREATE: a writable snapshot of the subvolume whose root
  * directory is @src, called @name in @dir.  Commits, as the kernel does.
  */

@@ -432,3 +432,38 @@ int tlog_delete_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const cha
 	}
 	return err;
 }
+
+/* ---- renaming a subvolume (btrfs_rename of a subvolume's root) ---- */
+
+int tlog_rename_subvol(struct tlog_mount *mnt, struct tlog_inode *odir, const char *oname,
+		       u16 olen, struct tlog_inode *ndir, const char *nname, u16 nlen,
+		       struct tlog_inode *subvol)
+{
+	u64 id = subvol->root->root_key.objectid, index;
+	struct tlog_dir_entry de;
+	struct btrfs_key location;
+	int err;
+
+	/* the entry keeps pointing at the subvolume's ROOT_ITEM as it did */
+	err = btrfs_lookup_dir_entry(odir->root, odir->ino, oname, olen, &de);
+	if (err)
+		return err;
+	location = de.location;
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err)
+		err = remove_root_refs(mnt->trans, odir->root->root_key.objectid, id, &index);
+	if (!err)
+		err = btrfs_remove_dir_entries(mnt->trans, odir->root, odir->ino, oname, olen, index);
+	if (err)
+		return err;
+	tlog_dir_changed(mnt, odir, -2 * (s64)olen);
+	odir->last_unlink_trans = mnt->trans->transid;
+	err = link_subvol(mnt, ndir, nname, nlen, id, &location);
+	if (!err) {
+		subvol->item.ctime = mnt->now;
+		btrfs_set_inode_item_sequence(&subvol->item,
+					      btrfs_inode_item_sequence(&subvol->item) + 1);
+		tlog_inode_mark_dirty(mnt, subvol);
+	}
+	return err;
+}
