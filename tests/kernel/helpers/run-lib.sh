@@ -152,6 +152,10 @@ run_compare() {
 	mntopts=$(directive "$script" mount)
 	# shellcheck disable=SC2086
 	set -- "$@" $mkfsopts
+	# 64 KiB nodes on 256M: the kernel's metadata reservation refuses
+	# operations (ENOSPC) once every chunk is allocated, which tlogctl does
+	# not model (Documentation/design/inode-ops.md): such images get 512M
+	case " $* " in *" -n 64k "*) size=${size:-512M} ;; esac
 	RUN_MKFS_DESC="mkfs.btrfs $* (size ${size:-256M})${mntopts:+, kernel mount -o $mntopts}"
 	echo "script: $script"
 	echo "mkfs:   $RUN_MKFS_DESC"
@@ -218,6 +222,9 @@ run_compare() {
 		head -"${TLOG_DIFF_LINES:-60}" "$d/tree.diff" | sed 's/^/    /'
 		bad=1
 	fi
+	# differences of physical placement only (treecmp.py: FIEMAP merges
+	# extents that lie side by side on disk): shown, not failures
+	grep '^note: ' "$d/tree.diff" | sed 's/^/    /'
 	kernel_writes "$d/mB" || { echo "FAIL: $name: the kernel cannot write to the image tlogctl run wrote"; bad=1; }
 	umount_image "$d/mB"
 	if [ $RUN_SELFTEST = 0 ] && ! btrfs check --readonly "$d/B.img" > "$d/check.out" 2>&1; then
