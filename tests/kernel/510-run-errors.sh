@@ -86,8 +86,8 @@ err_case enoent "2: mkdir: $E_NOENT
 26: clone: $E_NOENT
 27: clonerange: $E_NOENT
 28: rename: $E_NOENT
-29: write: $E_NOENT
-30: truncate: $E_NOENT" <<'EOF2'
+30: write: $E_NOENT
+31: truncate: $E_NOENT" <<'EOF2'
 create /f
 mkdir /no/d
 create /no/f
