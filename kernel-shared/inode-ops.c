@@ -970,33 +970,20 @@ u32 tlog_max_inline_data_size(const struct tlog_fs *fs)
 	       BTRFS_FILE_EXTENT_INLINE_DATA_START;
 }
 
-/* The new inode's item and INODE_REF, in one batch (btrfs_create_new_inode). */
-static int insert_new_inode(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name,
-			    u16 len, u32 mode, u64 rdev, u64 size, u64 ino, u64 index,
-			    struct btrfs_inode_item *ii)
+int tlog_insert_inode(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino, u64 parent,
+		      const char *name, u16 len, u64 index, const struct btrfs_inode_item *ii)
 {
 	struct btrfs_key keys[2] = {
 		{ ino, BTRFS_INODE_ITEM_KEY, 0 },
-		{ ino, BTRFS_INODE_REF_KEY, dir->ino },
+		{ ino, BTRFS_INODE_REF_KEY, parent },
 	};
 	u32 sizes[2] = { sizeof(*ii), sizeof(struct btrfs_inode_ref) + len };
 	struct btrfs_inode_ref *ref;
 	struct btrfs_path path;
 	int err;
 
-	memset(ii, 0, sizeof(*ii));
-	btrfs_set_inode_item_generation(ii, mnt->trans->transid);
-	btrfs_set_inode_item_transid(ii, mnt->trans->transid);
-	btrfs_set_inode_item_nlink(ii, 1);
-	btrfs_set_inode_item_mode(ii, mode);
-	btrfs_set_inode_item_rdev(ii, rdev);
-	/* a symlink's size is its target's: readers of the tree see it at once */
-	btrfs_set_inode_item_size(ii, size);
-	btrfs_set_inode_item_nbytes(ii, size);
-	btrfs_set_inode_item_flags(ii, inherited_flags(dir, mode));
-	ii->atime = ii->ctime = ii->mtime = ii->otime = mnt->now;
 	btrfs_init_path(&path);
-	err = btrfs_insert_empty_items(mnt->trans, dir->root, &path, keys, sizes, 2);
+	err = btrfs_insert_empty_items(mnt->trans, root, &path, keys, sizes, 2);
 	if (err)
 		return err;
 	memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0]), ii, sizeof(*ii));
@@ -1006,6 +993,30 @@ static int insert_new_inode(struct tlog_mount *mnt, struct tlog_inode *dir, cons
 	memcpy(ref + 1, name, len);
 	btrfs_release_path(&path);
 	return 0;
+}
+
+void tlog_init_inode_item(struct tlog_mount *mnt, struct btrfs_inode_item *ii, u32 mode)
+{
+	memset(ii, 0, sizeof(*ii));
+	btrfs_set_inode_item_generation(ii, mnt->trans->transid);
+	btrfs_set_inode_item_transid(ii, mnt->trans->transid);
+	btrfs_set_inode_item_nlink(ii, 1);
+	btrfs_set_inode_item_mode(ii, mode);
+	ii->atime = ii->ctime = ii->mtime = ii->otime = mnt->now;
+}
+
+/* The new inode's item and INODE_REF (btrfs_create_new_inode). */
+static int insert_new_inode(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name,
+			    u16 len, u32 mode, u64 rdev, u64 size, u64 ino, u64 index,
+			    struct btrfs_inode_item *ii)
+{
+	tlog_init_inode_item(mnt, ii, mode);
+	btrfs_set_inode_item_rdev(ii, rdev);
+	/* a symlink's size is its target's: readers of the tree see it at once */
+	btrfs_set_inode_item_size(ii, size);
+	btrfs_set_inode_item_nbytes(ii, size);
+	btrfs_set_inode_item_flags(ii, inherited_flags(dir, mode));
+	return tlog_insert_inode(mnt, dir->root, ino, dir->ino, name, len, index, ii);
 }
 
 /* What every operation that adds a name to @dir checks first (may_create). */
@@ -1677,31 +1688,6 @@ static int check_xattr_name(const struct tlog_inode *inode, const char *name, bo
 	return 0;
 }
 
-/* Whether @inode has xattr @name. */
-static int find_xattr(struct tlog_inode *inode, const char *name, bool *found)
-{
-	u16 len = (u16)strlen(name);
-	struct btrfs_key key = { inode->ino, BTRFS_XATTR_ITEM_KEY, btrfs_name_hash(name, len) };
-	struct tlog_dir_entry de;
-	struct btrfs_path path;
-	int err;
-
-	*found = false;
-	btrfs_init_path(&path);
-	err = btrfs_search_slot(inode->root, &key, &path);
-	if (err == 0) {
-		err = btrfs_find_name_in_dir_item(path.nodes[0], path.slots[0], name, len, &de,
-						  NULL);
-		*found = err == 0;
-		if (err == -ENOENT)
-			err = 0;
-	} else if (err > 0) {
-		err = 0;
-	}
-	btrfs_release_path(&path);
-	return err;
-}
-
 /* The value of xattr @name of @inode (at most @cap bytes copied). */
 static int get_xattr(struct tlog_inode *inode, const char *name, char *buf, size_t cap,
 		     size_t *len, bool *found)
@@ -1721,7 +1707,8 @@ static int get_xattr(struct tlog_inode *inode, const char *name, char *buf, size
 		if (err == 0) {
 			*found = true;
 			*len = de.data_len < cap ? de.data_len : cap;
-			memcpy(buf, de.data, *len);
+			if (*len)
+				memcpy(buf, de.data, *len);
 		} else if (err == -ENOENT) {
 			err = 0;
 		}
@@ -1730,6 +1717,14 @@ static int get_xattr(struct tlog_inode *inode, const char *name, char *buf, size
 	}
 	btrfs_release_path(&path);
 	return err;
+}
+
+/* Whether @inode has xattr @name. */
+static int find_xattr(struct tlog_inode *inode, const char *name, bool *found)
+{
+	size_t len;
+
+	return get_xattr(inode, name, NULL, 0, &len, found);
 }
 
 /* A POSIX ACL value: a version 2 header and whole entries (posix_acl_from_xattr). */

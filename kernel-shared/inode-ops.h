@@ -190,6 +190,11 @@ int tlog_next_objectid_peek(struct tlog_mount *mnt, struct btrfs_root *root, u64
 int tlog_dir_next_index(struct tlog_inode *dir, u64 *ret);
 /* A name came or went in @dir: @delta of i_size, mtime, ctime, i_version. */
 void tlog_dir_changed(struct tlog_mount *mnt, struct tlog_inode *dir, s64 delta);
+/* A new inode's item: this transaction's, one link, @mode, the mount's time. */
+void tlog_init_inode_item(struct tlog_mount *mnt, struct btrfs_inode_item *ii, u32 mode);
+/* Insert inode @ino's item @ii and its INODE_REF (@parent, @name, @index) in one batch. */
+int tlog_insert_inode(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino, u64 parent,
+		      const char *name, u16 len, u64 index, const struct btrfs_inode_item *ii);
 /* What adding @name to @dir meets first: ENOTDIR, EEXIST, ENAMETOOLONG, ENOENT... */
 int tlog_may_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len);
 

@@ -96,33 +96,10 @@ static int insert_root_dir(struct tlog_mount *mnt, struct btrfs_root *root,
 			   struct btrfs_inode_item *ii)
 {
 	u64 ino = BTRFS_FIRST_FREE_OBJECTID;
-	struct btrfs_key keys[2] = {
-		{ ino, BTRFS_INODE_ITEM_KEY, 0 },
-		{ ino, BTRFS_INODE_REF_KEY, ino },
-	};
-	u32 sizes[2] = { sizeof(*ii), sizeof(struct btrfs_inode_ref) + 2 };
-	struct btrfs_inode_ref *ref;
-	struct btrfs_path path;
-	int err;
 
-	memset(ii, 0, sizeof(*ii));
-	btrfs_set_inode_item_generation(ii, mnt->trans->transid);
-	btrfs_set_inode_item_transid(ii, mnt->trans->transid);
-	btrfs_set_inode_item_nlink(ii, 1);
 	/* the ioctl's mode: 0777 less the umask, which is 0 here */
-	btrfs_set_inode_item_mode(ii, S_IFDIR | 0777);
-	ii->atime = ii->ctime = ii->mtime = ii->otime = mnt->now;
-	btrfs_init_path(&path);
-	err = btrfs_insert_empty_items(mnt->trans, root, &path, keys, sizes, 2);
-	if (err)
-		return err;
-	memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0]), ii, sizeof(*ii));
-	ref = btrfs_item_ptr(path.nodes[0], path.slots[0] + 1);
-	btrfs_set_inode_ref_index(ref, 0);
-	btrfs_set_inode_ref_name_len(ref, 2);
-	memcpy(ref + 1, "..", 2);
-	btrfs_release_path(&path);
-	return 0;
+	tlog_init_inode_item(mnt, ii, S_IFDIR | 0777);
+	return tlog_insert_inode(mnt, root, ino, ino, "..", 2, 0, ii);
 }
 
 /*
