@@ -72,38 +72,6 @@ int btrfs_overwrite_item(struct tlog_trans *trans, struct btrfs_root *root,
 	return ret;
 }
 
-/* One more change of the inode: its sequence, the kernel's i_version. */
-static void inc_sequence(struct btrfs_inode_item *ii)
-{
-	btrfs_set_inode_item_sequence(ii, btrfs_inode_item_sequence(ii) + 1);
-}
-
-static void add_size(struct btrfs_inode_item *ii, void *arg)
-{
-	s64 delta = *(s64 *)arg;
-	u64 size = btrfs_inode_item_size(ii);
-
-	btrfs_set_inode_item_size(ii, delta < 0 && (u64)-delta > size ? 0 : size + delta);
-}
-
-static void add_size_and_count_change(struct btrfs_inode_item *ii, void *arg)
-{
-	add_size(ii, arg);
-	inc_sequence(ii);
-}
-
-/*
- * A name came or went in @dir (@delta bytes of i_size): its size and its
- * sequence change, as the kernel's link and unlink change them.  Its
- * mtime and ctime do not: log replay is all that calls these, and replay
- * leaves a directory's times as the log or the commit has them.
- */
-static int dir_names_changed(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
-			     s64 delta)
-{
-	return btrfs_update_inode(trans, root, dir, add_size_and_count_change, &delta);
-}
-
 /* ---- DIR_ITEM / DIR_INDEX / XATTR_ITEM ---- */
 
 /* Offset and length of the entry called @name in the dir-format item at @slot. */
@@ -201,15 +169,6 @@ int btrfs_add_dir_entries(struct tlog_trans *trans, struct btrfs_root *root, u64
 	return ret;
 }
 
-int btrfs_insert_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
-			   const char *name, u16 len, const struct btrfs_key *location,
-			   u8 type, u64 index)
-{
-	int ret = btrfs_add_dir_entries(trans, root, dir, name, len, location, type, index);
-
-	return ret ? ret : dir_names_changed(trans, root, dir, 2 * (s64)len);
-}
-
 /* Cut entry @name out of the dir-format item @key; -ENOENT when absent. */
 static int delete_named_entry(struct tlog_trans *trans, struct btrfs_root *root,
 			      const struct btrfs_key *key, const char *name, u16 len)
@@ -248,14 +207,6 @@ int btrfs_remove_dir_entries(struct tlog_trans *trans, struct btrfs_root *root, 
 	if (ret == -ENOENT || ret > 0)
 		ret = 0;
 	return ret;
-}
-
-int btrfs_delete_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
-			   const char *name, u16 len, u64 index)
-{
-	int ret = btrfs_remove_dir_entries(trans, root, dir, name, len, index);
-
-	return ret ? ret : dir_names_changed(trans, root, dir, -2 * (s64)len);
 }
 
 struct index_ctx {
@@ -467,70 +418,4 @@ int btrfs_insert_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u6
 	btrfs_set_inode_ref_name_len(ref, len);
 	memcpy(ref + 1, name, len);
 	return append_entry(trans, root, &key, buf, sizeof(*ref) + len, NULL, 0);
-}
-
-/* ---- inode items ---- */
-
-int btrfs_update_inode(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
-		       void (*fn)(struct btrfs_inode_item *inode, void *arg), void *arg)
-{
-	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
-	struct btrfs_path path;
-	int ret;
-
-	btrfs_init_path(&path);
-	ret = btrfs_search_slot_for_write(trans, root, &key, &path, 0);
-	if (ret > 0)
-		ret = tlog_error(-ENOENT, "inode %llu not found in tree %llu",
-				 (unsigned long long)ino,
-				 (unsigned long long)root->root_key.objectid);
-	if (ret == 0) {
-		const struct btrfs_inode_item *ii;
-
-		ret = btrfs_inode_item_at(trans->fs, &path, &ii);
-	}
-	if (ret == 0) {
-		struct btrfs_inode_item *ii = btrfs_item_ptr(path.nodes[0], path.slots[0]);
-
-		fn(ii, arg);
-		btrfs_set_inode_item_transid(ii, trans->transid);
-	}
-	btrfs_release_path(&path);
-	return ret;
-}
-
-int btrfs_dir_size_add(struct tlog_trans *trans, struct btrfs_root *root, u64 dir, s64 delta)
-{
-	return btrfs_update_inode(trans, root, dir, add_size, &delta);
-}
-
-/*
- * The inode lost a name: one link less, and like any change of the inode
- * its sequence and ctime (the transaction's time) change.
- */
-static void drop_one_link(struct btrfs_inode_item *ii, void *arg)
-{
-	const struct tlog_trans *trans = arg;
-
-	if (btrfs_inode_item_nlink(ii))
-		btrfs_set_inode_item_nlink(ii, btrfs_inode_item_nlink(ii) - 1);
-	inc_sequence(ii);
-	ii->ctime = trans->now;
-}
-
-int btrfs_unlink_name(struct tlog_trans *trans, struct btrfs_root *root, u64 dir, u64 ino,
-		      const char *name, u16 len)
-{
-	u64 index;
-	int ret;
-
-	ret = btrfs_delete_inode_ref(trans, root, ino, dir, name, len, &index);
-	if (ret == -ENOENT)
-		ret = tlog_error(-EUCLEAN, "inode %llu has no reference \"%.*s\" in directory %llu",
-				 (unsigned long long)ino, len, name, (unsigned long long)dir);
-	if (!ret)
-		ret = btrfs_delete_dir_entry(trans, root, dir, name, len, index);
-	if (!ret)
-		ret = btrfs_update_inode(trans, root, ino, drop_one_link, trans);
-	return ret;
 }

@@ -2,12 +2,11 @@
 /*
  * Changing names in subvolume trees: directory entries (DIR_ITEM by name
  * hash, DIR_INDEX by index), inode back references (INODE_REF per parent,
- * INODE_EXTREF per parent and name hash), xattrs, and inode items.
+ * INODE_EXTREF per parent and name hash) and xattrs.
  *
- * These are the building blocks of link, unlink and log replay; they keep
- * the directory's i_size (2 bytes per name byte, one for each of the two
- * entries) and sequence (one per name added or removed, the kernel's
- * i_version) but leave link counts to their callers, who know the policy.
+ * These change items only.  What a link or an unlink does to the inodes
+ * (sizes, link counts, times, i_version) is the inode operations' policy
+ * (inode-ops.h), one for `run` and log replay alike.
  */
 #ifndef TLOG_DIR_ITEM_H
 #define TLOG_DIR_ITEM_H
@@ -15,24 +14,13 @@
 #include "inode.h"
 #include "transaction.h"
 
-/*
- * The entries alone, for callers that keep the directory's inode item
- * themselves (inode-ops.c): DIR_ITEM and DIR_INDEX of @name added or
- * removed, the directory's size and sequence left alone.
- */
+/* DIR_ITEM and DIR_INDEX of @name -> @location (@type BTRFS_FT_*) at @index, added or removed. */
 int btrfs_add_dir_entries(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
 			  const char *name, u16 len, const struct btrfs_key *location,
 			  u8 type, u64 index);
 int btrfs_remove_dir_entries(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
 			     const char *name, u16 len, u64 index);
 
-/* Add @name -> @location (@type BTRFS_FT_*) to @dir at @index: DIR_ITEM and DIR_INDEX. */
-int btrfs_insert_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
-			   const char *name, u16 len, const struct btrfs_key *location,
-			   u8 type, u64 index);
-/* Remove @name's DIR_ITEM entry and the DIR_INDEX at @index from @dir. */
-int btrfs_delete_dir_entry(struct tlog_trans *trans, struct btrfs_root *root, u64 dir,
-			   const char *name, u16 len, u64 index);
 /* The entry at DIR_INDEX @index of @dir: 0 with @de filled (name copied to @name), or -ENOENT. */
 int btrfs_lookup_dir_index(struct btrfs_root *root, u64 dir, u64 index,
 			   struct tlog_dir_entry *de, char name[256]);
@@ -65,21 +53,6 @@ int btrfs_insert_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u6
 /* Remove the name (@parent, @name) from @ino's refs; *@index gets its index. */
 int btrfs_delete_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
 			   u64 parent, const char *name, u16 len, u64 *index);
-
-/* Read-modify-write of an inode item in the running transaction. */
-int btrfs_update_inode(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
-		       void (*fn)(struct btrfs_inode_item *inode, void *arg), void *arg);
-/* Add @delta to a directory's i_size. */
-int btrfs_dir_size_add(struct tlog_trans *trans, struct btrfs_root *root, u64 dir, s64 delta);
-
-/*
- * Unlink (@dir, @name) of @ino like the kernel's unlink: its ref, both
- * directory entries, the directory's size and sequence, and one link of
- * @ino, whose sequence goes up and whose ctime becomes the transaction's
- * time (trans->now).
- */
-int btrfs_unlink_name(struct tlog_trans *trans, struct btrfs_root *root, u64 dir, u64 ino,
-		      const char *name, u16 len);
 
 /*
  * Append @len bytes of @data to the item @key of @root (an entry of an

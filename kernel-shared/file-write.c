@@ -71,7 +71,7 @@ static u64 inode_flags(const struct tlog_inode *inode)
 	return btrfs_inode_item_flags(&inode->item);
 }
 
-static void add_nbytes(struct tlog_inode *inode, s64 delta)
+void tlog_inode_add_bytes(struct tlog_inode *inode, s64 delta)
 {
 	u64 n = btrfs_inode_item_nbytes(&inode->item);
 
@@ -431,13 +431,12 @@ static int insert_file_extent(struct tlog_mount *mnt, struct tlog_inode *inode, 
 	return btrfs_insert_item(mnt->trans, inode->root, &key, &fi, sizeof(fi));
 }
 
-/* Drop what [start, end) maps, keeping nbytes right. */
-static int drop_extents(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end)
+int tlog_drop_extents(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end)
 {
 	u64 found = 0;
 	int err = btrfs_drop_file_extents(mnt->trans, inode->root, inode->ino, start, end, &found);
 
-	add_nbytes(inode, -(s64)found);
+	tlog_inode_add_bytes(inode, -(s64)found);
 	return err;
 }
 
@@ -457,13 +456,13 @@ static int cow_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start
 			return err;
 		err = write_range_data(mnt, inode, start, start + len, bytenr);
 		if (!err)
-			err = drop_extents(mnt, inode, start, start + len);
+			err = tlog_drop_extents(mnt, inode, start, start + len);
 		if (!err)
 			err = insert_file_extent(mnt, inode, start, BTRFS_FILE_EXTENT_REG, bytenr, len,
 						 0, len, len);
 		if (err)
 			return err;
-		add_nbytes(inode, (s64)len);
+		tlog_inode_add_bytes(inode, (s64)len);
 		mnt->stats.extents_written++;
 		start += len;
 	}
@@ -490,13 +489,13 @@ static int nocow_range(struct tlog_mount *mnt, struct tlog_inode *inode,
 	err = btrfs_add_data_ref(mnt->trans, e->disk_bytenr, e->disk_num_bytes,
 				 inode->root->root_key.objectid, inode->ino, ref_off);
 	if (!err)
-		err = drop_extents(mnt, inode, start, end);
+		err = tlog_drop_extents(mnt, inode, start, end);
 	if (!err)
 		err = insert_file_extent(mnt, inode, start, BTRFS_FILE_EXTENT_REG, e->disk_bytenr,
 					 e->disk_num_bytes, e->offset + (start - e->start),
 					 end - start, e->ram_bytes);
 	if (!err)
-		add_nbytes(inode, (s64)(end - start));
+		tlog_inode_add_bytes(inode, (s64)(end - start));
 	return err;
 }
 
@@ -605,11 +604,11 @@ static int write_compressed_inline(struct tlog_mount *mnt, struct tlog_inode *in
 	btrfs_set_file_extent_item_compression(fi, compress_type(mnt, inode));
 	btrfs_set_file_extent_item_type(fi, BTRFS_FILE_EXTENT_INLINE);
 	memcpy(buf + BTRFS_FILE_EXTENT_INLINE_DATA_START, data, len);
-	err = drop_extents(mnt, inode, 0, mnt->fs->sectorsize);
+	err = tlog_drop_extents(mnt, inode, 0, mnt->fs->sectorsize);
 	if (!err)
 		err = btrfs_insert_item(mnt->trans, inode->root, &key, buf, item);
 	if (!err)
-		add_nbytes(inode, (s64)i_size(inode));
+		tlog_inode_add_bytes(inode, (s64)i_size(inode));
 	free(buf);
 	return err;
 }
@@ -628,7 +627,7 @@ static int write_compressed_extent(struct tlog_mount *mnt, struct tlog_inode *in
 	if (!err)
 		err = btrfs_insert_data_csums(mnt->trans, bytenr, out, disk);
 	if (!err)
-		err = drop_extents(mnt, inode, start, start + ram);
+		err = tlog_drop_extents(mnt, inode, start, start + ram);
 	if (!err) {
 		struct btrfs_file_extent_item fi;
 		struct btrfs_key key = { inode->ino, BTRFS_EXTENT_DATA_KEY, start };
@@ -644,7 +643,7 @@ static int write_compressed_extent(struct tlog_mount *mnt, struct tlog_inode *in
 		err = btrfs_insert_item(mnt->trans, inode->root, &key, &fi, sizeof(fi));
 	}
 	if (!err) {
-		add_nbytes(inode, (s64)ram);
+		tlog_inode_add_bytes(inode, (s64)ram);
 		mnt->stats.extents_written++;
 		mnt->stats.data_bytes_written += disk;
 	}
@@ -757,7 +756,7 @@ static int write_inline(struct tlog_mount *mnt, struct tlog_inode *inode)
 	err = fill_chunk(mnt, inode, buf + item, 0, mnt->fs->sectorsize);
 	if (!err) {
 		memmove(buf + BTRFS_FILE_EXTENT_INLINE_DATA_START, buf + item, size);
-		err = drop_extents(mnt, inode, 0, mnt->fs->sectorsize);
+		err = tlog_drop_extents(mnt, inode, 0, mnt->fs->sectorsize);
 	}
 	if (!err) {
 		fi = (void *)buf;
@@ -768,7 +767,7 @@ static int write_inline(struct tlog_mount *mnt, struct tlog_inode *inode)
 		err = btrfs_insert_item(mnt->trans, inode->root, &key, buf, item);
 	}
 	if (!err)
-		add_nbytes(inode, (s64)size);
+		tlog_inode_add_bytes(inode, (s64)size);
 	free(buf);
 	return err;
 }
@@ -988,7 +987,7 @@ static int truncate_inline(struct tlog_mount *mnt, struct tlog_inode *inode, u64
 	int err;
 
 	if (size == 0 || e->compression)
-		return drop_extents(mnt, inode, 0, sector_up(mnt, e->end));
+		return tlog_drop_extents(mnt, inode, 0, sector_up(mnt, e->end));
 	btrfs_init_path(&path);
 	err = btrfs_search_slot_for_write(mnt->trans, inode->root, &key, &path, 0);
 	if (err > 0)
@@ -1000,7 +999,7 @@ static int truncate_inline(struct tlog_mount *mnt, struct tlog_inode *inode, u64
 		struct btrfs_file_extent_item *fi = btrfs_item_ptr(path.nodes[0], path.slots[0]);
 
 		btrfs_set_file_extent_item_ram_bytes(fi, size);
-		add_nbytes(inode, -(s64)(e->ram_bytes - size));
+		tlog_inode_add_bytes(inode, -(s64)(e->ram_bytes - size));
 	}
 	btrfs_release_path(&path);
 	return err;
@@ -1025,11 +1024,11 @@ static int shrink(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
 		if (err)
 			return err;
 		/* whatever lies past the inline block goes as for any file */
-		return drop_extents(mnt, inode, sector_up(mnt, size) > mnt->fs->sectorsize ?
+		return tlog_drop_extents(mnt, inode, sector_up(mnt, size) > mnt->fs->sectorsize ?
 				    sector_up(mnt, size) : mnt->fs->sectorsize, (u64)-1);
 	}
 	free(v);
-	return drop_extents(mnt, inode, sector_up(mnt, size), (u64)-1);
+	return tlog_drop_extents(mnt, inode, sector_up(mnt, size), (u64)-1);
 }
 
 int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
@@ -1086,13 +1085,13 @@ static int prealloc_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 
 		err = btrfs_alloc_data_extent_upto(mnt->trans, inode->root, inode->ino, start, len,
 						   &bytenr, &len);
 		if (!err)
-			err = drop_extents(mnt, inode, start, start + len);
+			err = tlog_drop_extents(mnt, inode, start, start + len);
 		if (!err)
 			err = insert_file_extent(mnt, inode, start, BTRFS_FILE_EXTENT_PREALLOC, bytenr,
 						 len, 0, len, len);
 		if (err)
 			return err;
-		add_nbytes(inode, (s64)len);
+		tlog_inode_add_bytes(inode, (s64)len);
 		btrfs_set_inode_item_flags(&inode->item, inode_flags(inode) | BTRFS_INODE_PREALLOC);
 		start += len;
 	}
@@ -1265,7 +1264,7 @@ static int punch_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off
 	if (lockend <= lockstart)
 		return 0;
 	/* not clamped to EOF: preallocation past it goes too */
-	err = drop_extents(mnt, inode, lockstart, lockend);
+	err = tlog_drop_extents(mnt, inode, lockstart, lockend);
 	if (!err && !no_holes(mnt) && lockstart < ino_size)
 		err = insert_file_extent(mnt, inode, lockstart, BTRFS_FILE_EXTENT_REG, 0, 0, 0,
 					 lockend - lockstart, lockend - lockstart);
@@ -1325,7 +1324,7 @@ static int insert_extent_ref(struct tlog_mount *mnt, struct tlog_inode *inode, u
 	if (!err)
 		err = btrfs_insert_item(mnt->trans, inode->root, &key, &fi, sizeof(fi));
 	if (!err)
-		add_nbytes(inode, (s64)num);
+		tlog_inode_add_bytes(inode, (s64)num);
 	return err;
 }
 
@@ -1380,7 +1379,7 @@ static int clone_inline(struct tlog_mount *mnt, struct tlog_inode *src, struct t
 		return err;
 	if (!copy)
 		return copy_inline_to_cache(mnt, src, dst, 0, dst_off, e->ram_bytes);
-	err = drop_extents(mnt, dst, 0, mnt->fs->sectorsize);
+	err = tlog_drop_extents(mnt, dst, 0, mnt->fs->sectorsize);
 	btrfs_init_path(&path);
 	if (!err)
 		err = btrfs_search_slot(src->root, &key, &path);
@@ -1400,7 +1399,7 @@ static int clone_inline(struct tlog_mount *mnt, struct tlog_inode *src, struct t
 			err = btrfs_insert_item(mnt->trans, dst->root, &key, buf, size);
 			free(buf);
 			if (!err)
-				add_nbytes(dst, (s64)e->ram_bytes);
+				tlog_inode_add_bytes(dst, (s64)e->ram_bytes);
 		}
 	}
 	btrfs_release_path(&path);
@@ -1419,7 +1418,7 @@ static int clone_extents(struct tlog_mount *mnt, struct tlog_inode *src, u64 off
 	if (err)
 		return err;
 	if (!err)
-		err = drop_extents(mnt, dst, dst_off, dst_off + len);
+		err = tlog_drop_extents(mnt, dst, dst_off, dst_off + len);
 	for (size_t i = 0; !err && i < nr; i++) {
 		const struct tlog_file_extent *e = &v[i];
 		u64 s = e->start > off ? e->start : off, t = e->end < end ? e->end : end;

@@ -31,6 +31,8 @@
 /* ---- the mount ---- */
 
 static int init_root_objectid(struct tlog_mount *mnt, struct btrfs_root *root);
+static int write_dirty_inode_items(struct tlog_mount *mnt);
+static int write_inode_item(struct tlog_mount *mnt, struct tlog_inode *inode);
 
 int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret)
 {
@@ -75,11 +77,46 @@ static void free_inode(struct tlog_inode *inode)
 	free(inode);
 }
 
+int tlog_mount_attach(struct tlog_trans *trans, struct tlog_mount **ret)
+{
+	struct tlog_mount *mnt = calloc(1, sizeof(*mnt));
+
+	if (!mnt)
+		return -ENOMEM;
+	mnt->fs = trans->fs;
+	mnt->hash_size = 64;
+	mnt->hash = calloc(mnt->hash_size, sizeof(*mnt->hash));
+	if (!mnt->hash) {
+		free(mnt);
+		return -ENOMEM;
+	}
+	INIT_LIST_HEAD(&mnt->dirty_inodes);
+	mnt->max_inline = 2048;
+	mnt->trans = trans;
+	mnt->now = trans->now;
+	mnt->fixed_clock = true;
+	mnt->log_recovering = true;
+	*ret = mnt;
+	return 0;
+}
+
+int tlog_mount_detach(struct tlog_mount *mnt)
+{
+	int err;
+
+	if (!mnt)
+		return 0;
+	err = write_dirty_inode_items(mnt);
+	mnt->trans = NULL;	/* the caller's: neither committed nor aborted here */
+	tlog_mount_close(mnt);
+	return err;
+}
+
 void tlog_mount_close(struct tlog_mount *mnt)
 {
 	if (!mnt)
 		return;
-	if (mnt->trans)
+	if (mnt->trans && !mnt->log_recovering)
 		tlog_trans_abort(mnt->trans);
 	for (size_t i = 0; i < mnt->hash_size; i++) {
 		while (mnt->hash[i]) {
@@ -244,8 +281,11 @@ static int add_cached(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino,
 
 	if (mnt->nr_inodes >= mnt->hash_size && grow_hash(mnt))
 		return -ENOMEM;
-	/* the kernel counts a subvolume's inode numbers from when it reads the root */
-	err = init_root_objectid(mnt, root);
+	/*
+	 * The kernel counts a subvolume's inode numbers from when it reads
+	 * the root; log replay makes no inodes and needs no counter.
+	 */
+	err = mnt->log_recovering ? 0 : init_root_objectid(mnt, root);
 	if (err)
 		return err;
 	inode = calloc(1, sizeof(*inode));
@@ -295,6 +335,27 @@ void tlog_iput(struct tlog_mount *mnt, struct tlog_inode *inode)
 	 */
 	if (inode && inode->refs > 0)
 		inode->refs--;
+}
+
+int tlog_iforget(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	struct tlog_inode **pp;
+	int err = 0;
+
+	if (!inode)
+		return 0;
+	if (--inode->refs > 0)
+		return 0;
+	if (inode->item_dirty && !inode->evicted)
+		err = write_inode_item(mnt, inode);
+	pp = &mnt->hash[inode_hash(mnt, inode->root->root_key.objectid, inode->ino)];
+	while (*pp != inode)
+		pp = &(*pp)->hash_next;
+	*pp = inode->hash_next;
+	mnt->nr_inodes--;
+	list_del_init(&inode->dirty_list);
+	free_inode(inode);
+	return err;
 }
 
 void tlog_inode_mark_dirty(struct tlog_mount *mnt, struct tlog_inode *inode)
@@ -436,13 +497,22 @@ static void touch_ctime(struct tlog_mount *mnt, struct tlog_inode *inode)
 	tlog_inode_mark_dirty(mnt, inode);
 }
 
-/* A name came or went in @dir: mtime and ctime, i_version, and @delta of i_size. */
+/*
+ * A name came or went in @dir: @delta of i_size, i_version, and mtime and
+ * ctime - except in log replay, where the kernel (6.18) keeps the times
+ * the log or the last commit gave the directory.
+ */
 void tlog_dir_changed(struct tlog_mount *mnt, struct tlog_inode *dir, s64 delta)
 {
 	u64 size = btrfs_inode_item_size(&dir->item);
 
 	btrfs_set_inode_item_size(&dir->item, delta < 0 && (u64)-delta > size ? 0 : size + delta);
 	dir->disk_i_size = btrfs_inode_item_size(&dir->item);
+	if (mnt->log_recovering) {
+		inc_iversion(dir);
+		tlog_inode_mark_dirty(mnt, dir);
+		return;
+	}
 	dir->item.mtime = mnt->now;
 	touch_ctime(mnt, dir);
 }
@@ -858,12 +928,8 @@ static int add_backref(struct tlog_mount *mnt, struct tlog_inode *inode, struct 
 				      index);
 }
 
-/*
- * btrfs_add_link: the name's back reference (with @backref), DIR_ITEM and
- * DIR_INDEX, and the directory's size and times.
- */
-static int add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
-		    const char *name, u16 len, u64 index, bool backref)
+int tlog_add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
+		  const char *name, u16 len, u64 index, bool backref)
 {
 	struct btrfs_key loc = { inode->ino, BTRFS_INODE_ITEM_KEY, 0 };
 	int err = 0;
@@ -906,18 +972,38 @@ static int remove_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tl
 	return 0;
 }
 
-/* One link less (drop_nlink + ctime); the last one evicts the inode. */
-static int drop_link(struct tlog_mount *mnt, struct tlog_inode *inode)
+/* drop_nlink and the ctime of a name gone: one link less, never below none. */
+static void drop_nlink(struct tlog_mount *mnt, struct tlog_inode *inode)
 {
 	u32 nlink = btrfs_inode_item_nlink(&inode->item);
 
-	if (is_dir(inode))
-		nlink = 0;		/* rmdir: a directory has one link, gone with its name */
-	else if (nlink)
-		nlink--;
-	btrfs_set_inode_item_nlink(&inode->item, nlink);
+	btrfs_set_inode_item_nlink(&inode->item, nlink ? nlink - 1 : 0);
 	touch_ctime(mnt, inode);
-	return nlink ? 0 : tlog_evict_inode(mnt, inode);
+}
+
+int tlog_unlink_inode(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
+		      const char *name, u16 len)
+{
+	int err = remove_link(mnt, dir, inode, name, len, NULL);
+
+	if (!err)
+		drop_nlink(mnt, inode);
+	return err;
+}
+
+/* unlink(2) and rmdir(2) past their checks: the name, one link, and the inode with the last. */
+static int unlink_and_evict(struct tlog_mount *mnt, struct tlog_inode *dir,
+			    struct tlog_inode *inode, const char *name, u16 len)
+{
+	int err;
+
+	/* a directory has one link (btrfs counts no subdirectories), gone with its name */
+	if (is_dir(inode))
+		btrfs_set_inode_item_nlink(&inode->item, 1);
+	err = tlog_unlink_inode(mnt, dir, inode, name, len);
+	if (err || btrfs_inode_item_nlink(&inode->item))
+		return err;
+	return tlog_evict_inode(mnt, inode);
 }
 
 /* ---- create ---- */
@@ -1080,7 +1166,7 @@ int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	if (!err)
 		err = inherit_props(mnt, dir, inode);
 	if (!err)
-		err = add_link(mnt, dir, inode, name, len, index, false);
+		err = tlog_add_link(mnt, dir, inode, name, len, index, false);
 	if (err || !ret)
 		tlog_iput(mnt, inode);
 	else
@@ -1119,7 +1205,7 @@ int tlog_link(struct tlog_mount *mnt, struct tlog_inode *inode, struct tlog_inod
 	btrfs_set_inode_item_nlink(&inode->item, btrfs_inode_item_nlink(&inode->item) + 1);
 	touch_ctime(mnt, inode);
 	inode->needs_full_log = true;
-	return add_link(mnt, dir, inode, name, len, index, true);
+	return tlog_add_link(mnt, dir, inode, name, len, index, true);
 }
 
 /* Whether directory @inode has no names (btrfs_rmdir's i_size test). */
@@ -1165,9 +1251,7 @@ int tlog_unlink(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	if (!err)
 		err = tlog_mount_trans(mnt, &mnt->trans);
 	if (!err)
-		err = remove_link(mnt, dir, inode, name, len, NULL);
-	if (!err)
-		err = drop_link(mnt, inode);
+		err = unlink_and_evict(mnt, dir, inode, name, len);
 	tlog_iput(mnt, inode);
 	return err;
 }
@@ -1292,9 +1376,9 @@ static int rename_exchange(struct tlog_mount *mnt, struct tlog_inode *odir, stru
 	if (!err)
 		err = remove_link(mnt, ndir, new, nname, nlen, NULL);
 	if (!err)
-		err = add_link(mnt, ndir, old, nname, nlen, old_idx, true);
+		err = tlog_add_link(mnt, ndir, old, nname, nlen, old_idx, true);
 	if (!err)
-		err = add_link(mnt, odir, new, oname, olen, new_idx, true);
+		err = tlog_add_link(mnt, odir, new, oname, olen, new_idx, true);
 	if (!err) {
 		touch_ctime(mnt, old);
 		touch_ctime(mnt, new);
@@ -1406,13 +1490,10 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 		err = remove_link(mnt, odir, old, oname, olen, NULL);
 	if (!err)
 		touch_ctime(mnt, old);
-	if (!err && new) {
-		err = remove_link(mnt, ndir, new, nname, nlen, NULL);
-		if (!err)
-			err = drop_link(mnt, new);
-	}
+	if (!err && new)
+		err = unlink_and_evict(mnt, ndir, new, nname, nlen);
 	if (!err)
-		err = add_link(mnt, ndir, old, nname, nlen, index, true);
+		err = tlog_add_link(mnt, ndir, old, nname, nlen, index, true);
 out:
 	tlog_iput(mnt, old);
 	tlog_iput(mnt, new);

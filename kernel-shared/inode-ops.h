@@ -111,6 +111,12 @@ struct tlog_mount {
 	int compress_level;		/* 0: the algorithm's default */
 	bool compress_force;		/* -o compress-force= */
 	/*
+	 * Log replay (BTRFS_FS_LOG_RECOVERING): link and unlink leave a
+	 * directory's times alone, and the transaction is the replay's,
+	 * borrowed by tlog_mount_attach() and never committed here.
+	 */
+	bool log_recovering;
+	/*
 	 * Data space the dirty data will need at writeback, at most (the
 	 * kernel's data reservation, bytes_may_use): recomputed exactly only
 	 * when space runs short.
@@ -131,6 +137,14 @@ void tlog_mount_close(struct tlog_mount *mnt);
  * -EINVAL with a reason for anything else.
  */
 int tlog_mount_set_options(struct tlog_mount *mnt, const char *options);
+/*
+ * A mount over @trans, a transaction its caller runs (log replay): the
+ * same operations with the kernel's log-recovery policy.  The times of
+ * operations are the transaction's (trans->now).
+ */
+int tlog_mount_attach(struct tlog_trans *trans, struct tlog_mount **ret);
+/* Write back the inode items still dirty and free the mount; @trans stays. */
+int tlog_mount_detach(struct tlog_mount *mnt);
 /* Use the clock for the next operation's times (a no-op with a fixed clock). */
 void tlog_mount_tick(struct tlog_mount *mnt);
 /* Times never advance from @sec (SOURCE_DATE_EPOCH). */
@@ -155,6 +169,13 @@ int tlog_mount_trans(struct tlog_mount *mnt, struct tlog_trans **ret);
 /* Take a reference to inode @ino of @root (read from the tree on first use). */
 int tlog_iget(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino, struct tlog_inode **ret);
 void tlog_iput(struct tlog_mount *mnt, struct tlog_inode *inode);
+/*
+ * Put a reference, and with the last one write the item back at once and
+ * drop the inode from the cache: for callers that also read and write the
+ * tree's inode items directly (log replay copies logged items in), so
+ * that no cached copy outlives one change.
+ */
+int tlog_iforget(struct tlog_mount *mnt, struct tlog_inode *inode);
 /* The inode item changed in memory: to be written back, times as the caller set them. */
 void tlog_inode_mark_dirty(struct tlog_mount *mnt, struct tlog_inode *inode);
 
@@ -195,6 +216,22 @@ void tlog_init_inode_item(struct tlog_mount *mnt, struct btrfs_inode_item *ii, u
 /* Insert inode @ino's item @ii and its INODE_REF (@parent, @name, @index) in one batch. */
 int tlog_insert_inode(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino, u64 parent,
 		      const char *name, u16 len, u64 index, const struct btrfs_inode_item *ii);
+/*
+ * btrfs_add_link: @name -> @inode in @dir at @index: the back reference
+ * (with @backref: INODE_REF, or INODE_EXTREF once that item is full),
+ * DIR_ITEM and DIR_INDEX, the directory's size, i_version and (unless
+ * replaying a log) times.  @inode's link count is the caller's.
+ */
+int tlog_add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
+		  const char *name, u16 len, u64 index, bool backref);
+/*
+ * btrfs_unlink_inode: the name's items go, as tlog_add_link's policy in
+ * reverse, and @inode loses one link (ctime, i_version).  An inode left
+ * without links is not evicted: that is the caller's decision (unlink(2)
+ * evicts, log replay leaves it to its link count fixup).
+ */
+int tlog_unlink_inode(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
+		      const char *name, u16 len);
 /* What adding @name to @dir meets first: ENOTDIR, EEXIST, ENAMETOOLONG, ENOENT... */
 int tlog_may_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len);
 
@@ -266,6 +303,14 @@ int tlog_write(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, u64 le
 /* pwrite(2) of the @len bytes at @buf (copied until written back). */
 int tlog_write_data(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off, const void *buf,
 		    u64 len);
+/* inode_add_bytes / inode_sub_bytes: @delta of the bytes the inode's extents take (nbytes). */
+void tlog_inode_add_bytes(struct tlog_inode *inode, s64 delta);
+/*
+ * btrfs_drop_extents over [@start, @end) of @inode (split at the edges,
+ * references given back), nbytes lowered by what was dropped.  The item
+ * is not marked dirty: callers change more and mark it once.
+ */
+int tlog_drop_extents(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end);
 /* Forget @inode's dirty data (its runs' memory freed). */
 void tlog_dirty_release(struct tlog_inode *inode);
 int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size);

@@ -13,6 +13,12 @@
  * (TREE_LOG_FIXUP, ORPHAN_ITEM, ino) item in the subvolume itself, as the
  * kernel does, so that the recount visits exactly the kernel's inodes.
  *
+ * Inode changes go through the inode operations (inode-ops.h) on a mount
+ * attached to the replay's transaction, in the kernel's log-recovery mode;
+ * each inode is taken for one change and forgotten after it (its item
+ * written at once), since the replay also copies logged inode items into
+ * the tree and reads them back directly.
+ *
  * The log's blocks, and the data extents only the log refers to, lie in
  * space the extent tree calls free: they are kept out of the transaction's
  * allocations until the commit, after which the log is gone.
@@ -32,6 +38,7 @@
 #include "extent-tree.h"
 #include "file-extent.h"
 #include "file-item.h"
+#include "inode-ops.h"
 #include "misc.h"
 #include "root-tree.h"
 #include "tree-checker.h"
@@ -45,6 +52,12 @@ enum replay_stage {
 
 struct replay {
 	struct tlog_trans *trans;
+	/*
+	 * The inode operations, on a mount attached to the transaction: the
+	 * replay changes inodes as the kernel's does, through btrfs_add_link,
+	 * btrfs_unlink_inode and friends, one policy shared with `run`.
+	 */
+	struct tlog_mount *mnt;
 	struct tlog_fs *fs;
 	struct btrfs_root *root;	/* the subvolume replayed into */
 	struct btrfs_root *log;		/* its log tree */
@@ -145,16 +158,27 @@ static int inode_exists(struct btrfs_root *root, u64 ino)
 	return item_exists(root, &key);
 }
 
-/* The inode must exist: -ENOENT naming what looked for it otherwise. */
-static int need_inode(struct replay *rp, u64 ino, struct btrfs_inode_item *ii)
+/*
+ * Take inode @ino of the subvolume for one change (read_one_inode): it
+ * must exist, -ENOENT naming what looked for it otherwise.
+ */
+static int get_inode(struct replay *rp, u64 ino, struct tlog_inode **ret)
 {
-	int ret = btrfs_read_inode(rp->root, ino, ii);
+	int err = tlog_iget(rp->mnt, rp->root, ino, ret);
 
-	if (ret == -ENOENT)
+	if (err == -ENOENT)
 		tlog_error(-ENOENT, "inode %llu is in neither the log nor subvolume %llu",
 			   (unsigned long long)ino,
 			   (unsigned long long)rp->root->root_key.objectid);
-	return ret;
+	return err;
+}
+
+/* The change is done: the item goes to the tree now (btrfs_update_inode); @err passes through. */
+static int put_inode(struct replay *rp, struct tlog_inode *inode, int err)
+{
+	int ret = tlog_iforget(rp->mnt, inode);
+
+	return err ? err : ret;
 }
 
 /* Whether the log's ref item @key holds the name (@parent, @name). */
@@ -166,54 +190,90 @@ static int backref_in_log(struct replay *rp, const struct btrfs_key *key, u64 pa
 
 /* ---- link count bookkeeping (the kernel's link count fixup items) ---- */
 
-static void inc_link(struct btrfs_inode_item *ii, void *arg)
+/* inc_nlink: a link the recount will settle (no ctime, no i_version, as the kernel's). */
+static void inc_nlink(struct replay *rp, struct tlog_inode *inode)
 {
-	(void)arg;
-	btrfs_set_inode_item_nlink(ii, btrfs_inode_item_nlink(ii) + 1);
+	btrfs_set_inode_item_nlink(&inode->item, btrfs_inode_item_nlink(&inode->item) + 1);
+	tlog_inode_mark_dirty(rp->mnt, inode);
 }
 
 /*
- * Remember @ino for the link count recount: a zero-size fixup item in the
- * subvolume.  The first time, the inode gains a link so that it is not
- * taken for deleted before the recount.
+ * Remember @inode for the link count recount: a zero-size fixup item in
+ * the subvolume.  The first time, the inode gains a link so that it is
+ * not taken for deleted before the recount.
  */
-static int link_to_fixup_dir(struct replay *rp, u64 ino)
+static int link_to_fixup_dir(struct replay *rp, struct tlog_inode *inode)
 {
-	struct btrfs_key key = { BTRFS_TREE_LOG_FIXUP_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, ino };
+	struct btrfs_key key = { BTRFS_TREE_LOG_FIXUP_OBJECTID, BTRFS_ORPHAN_ITEM_KEY,
+				 inode->ino };
 	int ret;
 
 	ret = btrfs_insert_item(rp->trans, rp->root, &key, NULL, 0);
 	if (ret == -EEXIST)
 		return 0;
-	if (ret)
-		return ret;
-	return btrfs_update_inode(rp->trans, rp->root, ino, inc_link, NULL);
+	if (!ret)
+		inc_nlink(rp, inode);
+	return ret;
 }
 
-/* Unlink a name during replay; the inode may be on the fixup list already. */
-static int unlink_name(struct replay *rp, u64 dir, u64 ino, const char *name, u16 len)
+/* The same for inode @ino, taken for it. */
+static int link_ino_to_fixup_dir(struct replay *rp, u64 ino)
 {
-	int ret = btrfs_unlink_name(rp->trans, rp->root, dir, ino, name, len);
+	struct tlog_inode *inode;
+	int ret = get_inode(rp, ino, &inode);
 
+	if (ret)
+		return ret;
+	return put_inode(rp, inode, link_to_fixup_dir(rp, inode));
+}
+
+/*
+ * Unlink @name of @inode from directory @dir (btrfs_unlink_inode); the
+ * inode may be on the fixup list already, and is not evicted.
+ */
+static int unlink_name(struct replay *rp, u64 dir, struct tlog_inode *inode, const char *name,
+		       u16 len)
+{
+	struct tlog_inode *parent;
+	int ret = get_inode(rp, dir, &parent);
+
+	if (ret)
+		return ret;
+	ret = tlog_unlink_inode(rp->mnt, parent, inode, name, len);
+	ret = put_inode(rp, parent, ret);
 	if (!ret)
-		count_names(rp, ino, false);
+		count_names(rp, inode->ino, false);
 	return ret;
+}
+
+/*
+ * A name to go whose link the recount will judge: on the fixup list, one
+ * link more first when @keep_link (the name goes, the link it held is not
+ * lost yet), then unlinked.
+ */
+static int unlink_for_fixup(struct replay *rp, u64 dir, u64 ino, const char *name, u16 len,
+			    bool keep_link)
+{
+	struct tlog_inode *inode;
+	int ret = get_inode(rp, ino, &inode);
+
+	if (ret)
+		return ret;
+	ret = link_to_fixup_dir(rp, inode);
+	if (!ret && keep_link)
+		inc_nlink(rp, inode);
+	if (!ret)
+		ret = unlink_name(rp, dir, inode, name, len);
+	return put_inode(rp, inode, ret);
 }
 
 /* Drop a directory entry found in the way of a logged one (its inode is recounted). */
 static int drop_one_dir_item(struct replay *rp, const struct tlog_dir_entry *de)
 {
-	struct btrfs_inode_item ii;
-	int ret;
-
 	if (de->location.type != BTRFS_INODE_ITEM_KEY)
 		return 0;	/* a subvolume's entry is never in the way of a file's */
-	ret = need_inode(rp, de->location.objectid, &ii);
-	if (!ret)
-		ret = link_to_fixup_dir(rp, de->location.objectid);
-	if (!ret)
-		ret = unlink_name(rp, de->dir, de->location.objectid, de->name, de->name_len);
-	return ret;
+	return unlink_for_fixup(rp, de->dir, de->location.objectid, de->name, de->name_len,
+				false);
 }
 
 /* ---- directory deletes (as the kernel's replay_dir_deletes) ---- */
@@ -290,7 +350,6 @@ static int replay_dir_deletes(struct replay *rp, u64 dir, bool del_all)
 		for (;;) {
 			struct tlog_dir_entry de;
 			char name[256];
-			struct btrfs_inode_item ii;
 
 			ret = next_dir_index(rp->root, dir, index, range_end, &de, name);
 			if (ret == 1 || ret == -ENOENT)
@@ -305,15 +364,8 @@ static int replay_dir_deletes(struct replay *rp, u64 dir, bool del_all)
 				ret = 0;
 			}
 			if (!ret && de.location.type == BTRFS_INODE_ITEM_KEY) {
-				ret = need_inode(rp, de.location.objectid, &ii);
-				if (!ret)
-					ret = link_to_fixup_dir(rp, de.location.objectid);
-				if (!ret)
-					ret = btrfs_update_inode(rp->trans, rp->root,
-								 de.location.objectid, inc_link, NULL);
-				if (!ret)
-					ret = unlink_name(rp, dir, de.location.objectid, de.name,
-							  de.name_len);
+				ret = unlink_for_fixup(rp, dir, de.location.objectid, de.name,
+						       de.name_len, true);
 				if (ret)
 					return ret;
 			}
@@ -442,29 +494,20 @@ static int overwrite_inode_item(struct replay *rp, const struct btrfs_key *key,
 	return btrfs_overwrite_item(rp->trans, rp->root, key, &src, sizeof(src), &changed);
 }
 
-static void sub_nbytes(struct btrfs_inode_item *ii, void *arg)
-{
-	u64 n = *(u64 *)arg, cur = btrfs_inode_item_nbytes(ii);
-
-	btrfs_set_inode_item_nbytes(ii, n > cur ? 0 : cur - n);
-}
-
 /* Drop a regular file's extents past its (replayed) size. */
 static int truncate_to_size(struct replay *rp, u64 ino)
 {
-	struct btrfs_inode_item ii;
-	u64 from, found;
+	struct tlog_inode *inode;
+	u64 from;
 	int ret;
 
-	ret = btrfs_read_inode(rp->root, ino, &ii);
+	ret = get_inode(rp, ino, &inode);
 	if (ret)
 		return ret;
-	from = btrfs_inode_item_size(&ii);
-	from = round_up(from, rp->fs->sectorsize);
-	ret = btrfs_drop_file_extents(rp->trans, rp->root, ino, from, (u64)-1, &found);
-	if (!ret)
-		ret = btrfs_update_inode(rp->trans, rp->root, ino, sub_nbytes, &found);
-	return ret;
+	from = round_up(btrfs_inode_item_size(&inode->item), rp->fs->sectorsize);
+	ret = tlog_drop_extents(rp->mnt, inode, from, (u64)-1);
+	tlog_inode_mark_dirty(rp->mnt, inode);
+	return put_inode(rp, inode, ret);
 }
 
 static int replay_inode_item(struct replay *rp, const struct btrfs_key *key,
@@ -481,7 +524,7 @@ static int replay_inode_item(struct replay *rp, const struct btrfs_key *key,
 	if (!ret && S_ISREG(mode))
 		ret = truncate_to_size(rp, key->objectid);
 	if (!ret)
-		ret = link_to_fixup_dir(rp, key->objectid);
+		ret = link_ino_to_fixup_dir(rp, key->objectid);
 	return ret;
 }
 
@@ -512,6 +555,35 @@ static int name_in_log_refs(struct replay *rp, u64 ino, u64 parent, const char *
 		return ret;
 	key = (struct btrfs_key){ ino, BTRFS_INODE_EXTREF_KEY, btrfs_extref_hash(parent, name, len) };
 	return backref_in_log(rp, &key, parent, name, len);
+}
+
+/* Add the logged name like a link, back reference included (insert_one_name). */
+static int insert_one_name(struct replay *rp, u64 dir, const struct tlog_dir_entry *logged)
+{
+	struct tlog_inode *parent, *inode;
+	u64 ino = logged->location.objectid;
+	u64 index;
+	int ret;
+
+	/* a name the inode has already (under another index) stays as it is */
+	ret = btrfs_find_inode_ref(rp->root, ino, dir, logged->name, logged->name_len, &index);
+	if (ret != -ENOENT)
+		return ret < 0 ? ret : 0;
+	ret = get_inode(rp, dir, &parent);
+	if (ret)
+		return ret;
+	ret = get_inode(rp, ino, &inode);
+	if (ret)
+		return put_inode(rp, parent, ret);
+	ret = tlog_add_link(rp->mnt, parent, inode, logged->name, logged->name_len,
+			    logged->index, true);
+	if (!ret)
+		count_names(rp, ino, true);
+	/* by the entry's type, as the kernel decides: directories have one link */
+	if (!ret && logged->type != BTRFS_FT_DIR)
+		ret = link_to_fixup_dir(rp, inode);
+	ret = put_inode(rp, inode, ret);
+	return put_inode(rp, parent, ret);
 }
 
 static int replay_one_dir_index(struct replay *rp, const struct tlog_dir_entry *logged)
@@ -569,20 +641,7 @@ static int replay_one_dir_index(struct replay *rp, const struct tlog_dir_entry *
 		return 0;	/* the name is still there (under another index) */
 	if (ret != -ENOENT)
 		return ret;
-	ret = btrfs_insert_inode_ref(rp->trans, rp->root, logged->location.objectid, dir,
-				     logged->name, logged->name_len, logged->index);
-	if (ret == -EEXIST)
-		return 0;
-	if (!ret)
-		ret = btrfs_insert_dir_entry(rp->trans, rp->root, dir, logged->name,
-					     logged->name_len, &logged->location, logged->type,
-					     logged->index);
-	if (ret)
-		return ret;
-	count_names(rp, logged->location.objectid, true);
-	if (logged->type != BTRFS_FT_DIR)
-		ret = link_to_fixup_dir(rp, logged->location.objectid);
-	return ret;
+	return insert_one_name(rp, dir, logged);
 }
 
 static int dir_index_cb(const struct tlog_dir_entry *de, void *arg)
@@ -628,6 +687,7 @@ again:
 		for (int i = 0; i < nr; i++) {
 			struct btrfs_key lkey;
 			struct btrfs_inode_item ii;
+			struct tlog_inode *inode;
 
 			if (names[i].parent != nm->parent)
 				continue;
@@ -641,10 +701,13 @@ again:
 				ret = btrfs_read_inode(rp->root, names[i].parent, &ii);
 			if (ret == 0) {
 				/* the name goes; the link it held is not lost yet */
-				ret = btrfs_update_inode(rp->trans, rp->root, ino, inc_link, NULL);
-				if (!ret)
-					ret = unlink_name(rp, names[i].parent, ino, names[i].name,
+				ret = get_inode(rp, ino, &inode);
+				if (!ret) {
+					inc_nlink(rp, inode);
+					ret = unlink_name(rp, names[i].parent, inode, names[i].name,
 							  names[i].len);
+					ret = put_inode(rp, inode, ret);
+				}
 				free(names);
 				if (ret)
 					return ret;
@@ -711,6 +774,7 @@ static int unlink_old_inode_refs(struct replay *rp, const struct btrfs_key *key,
 {
 	for (;;) {
 		struct tlog_ref_name *names, victim;
+		struct tlog_inode *inode;
 		struct btrfs_path path;
 		bool found = false;
 		int nr, ret;
@@ -737,18 +801,19 @@ static int unlink_old_inode_refs(struct replay *rp, const struct btrfs_key *key,
 		free(names);
 		if (!found)
 			return 0;
-		ret = btrfs_read_inode(rp->root, victim.parent, &(struct btrfs_inode_item){ 0 });
+		ret = get_inode(rp, key->objectid, &inode);
 		if (!ret)
-			ret = unlink_name(rp, victim.parent, key->objectid, victim.name, victim.len);
+			ret = put_inode(rp, inode, unlink_name(rp, victim.parent, inode,
+							       victim.name, victim.len));
 		if (ret)
 			return ret;
 	}
 }
 
-static int add_one_ref_name(struct replay *rp, u64 ino, const struct tlog_ref_name *nm,
-			    u8 ftype)
+/* The name's directory entries, as a link whose back reference the logged item brings. */
+static int add_one_ref_name(struct replay *rp, u64 ino, const struct tlog_ref_name *nm)
 {
-	struct btrfs_key location = { ino, BTRFS_INODE_ITEM_KEY, 0 };
+	struct tlog_inode *parent, *inode;
 	int ret;
 
 	ret = inode_in_dir(rp, ino, nm);
@@ -757,21 +822,27 @@ static int add_one_ref_name(struct replay *rp, u64 ino, const struct tlog_ref_na
 	ret = resolve_ref_conflicts(rp, ino, nm);
 	if (ret)
 		return ret;
-	ret = btrfs_insert_dir_entry(rp->trans, rp->root, nm->parent, nm->name, nm->len,
-				     &location, ftype, nm->index);
+	ret = get_inode(rp, nm->parent, &parent);
+	if (ret)
+		return ret;
+	ret = get_inode(rp, ino, &inode);
+	if (!ret) {
+		ret = tlog_add_link(rp->mnt, parent, inode, nm->name, nm->len, nm->index, false);
+		ret = put_inode(rp, inode, ret);
+	}
 	if (!ret)
 		count_names(rp, ino, true);
-	return ret;
+	return put_inode(rp, parent, ret);
 }
 
 static int replay_inode_ref(struct replay *rp, const struct extent_buffer *leaf, int slot,
 			    const struct btrfs_key *key)
 {
-	struct btrfs_inode_item ii, dir_ii;
+	struct btrfs_inode_item dir_ii;
+	struct tlog_inode *inode;
 	struct tlog_ref_name *names;
 	bool changed;
 	int nr, ret;
-	u8 ftype;
 
 	ret = btrfs_decode_ref_item(leaf, slot, &names, &nr);
 	if (ret)
@@ -781,15 +852,17 @@ static int replay_inode_ref(struct replay *rp, const struct extent_buffer *leaf,
 		free(names);
 		return 0;
 	}
-	ret = need_inode(rp, key->objectid, &ii);
+	/* the inode must exist */
+	ret = get_inode(rp, key->objectid, &inode);
+	if (!ret)
+		ret = put_inode(rp, inode, 0);
 	if (ret)
 		goto out;
-	ftype = btrfs_mode_to_ftype(btrfs_inode_item_mode(&ii));
 	for (int i = 0; i < nr; i++) {
 		if (i && key->type == BTRFS_INODE_EXTREF_KEY &&
 		    btrfs_lookup_inode(rp->root, names[i].parent, &dir_ii) == -ENOENT)
 			continue;
-		ret = add_one_ref_name(rp, key->objectid, &names[i], ftype);
+		ret = add_one_ref_name(rp, key->objectid, &names[i]);
 		if (ret == 1) {
 			ret = 0;	/* the root directory's own reference */
 			goto out;
@@ -807,15 +880,6 @@ out:
 }
 
 /* ---- stage 3: file extents (as the kernel's replay_one_extent) ---- */
-
-static void add_nbytes(struct btrfs_inode_item *ii, void *arg)
-{
-	const s64 *delta = arg;
-	u64 cur = btrfs_inode_item_nbytes(ii);
-
-	btrfs_set_inode_item_nbytes(ii, delta[0] > (s64)cur + delta[1] ? 0 :
-					 cur + delta[1] - delta[0]);
-}
 
 /* Whether the subvolume has exactly this (regular or prealloc) extent item. */
 static int same_extent_present(struct replay *rp, const struct btrfs_key *key,
@@ -878,9 +942,8 @@ static int replay_one_extent(struct replay *rp, const struct extent_buffer *leaf
 	u32 size = btrfs_item_size(leaf, slot), ss = rp->fs->sectorsize;
 	const struct btrfs_file_extent_item *fi = btrfs_item_ptr(leaf, slot);
 	struct tlog_file_extent fe;
-	struct btrfs_inode_item ii;
-	u64 start = key->offset, end, nbytes = 0, dropped;
-	s64 delta[2];
+	struct tlog_inode *inode;
+	u64 start = key->offset, end, nbytes = 0;
 	bool inl, changed;
 	int ret;
 
@@ -896,17 +959,17 @@ static int replay_one_extent(struct replay *rp, const struct extent_buffer *leaf
 		if (fe.disk_bytenr)
 			nbytes = fe.num_bytes;
 	}
-	ret = need_inode(rp, key->objectid, &ii);
+	ret = get_inode(rp, key->objectid, &inode);
 	if (ret)
 		return ret;
 	if (!inl) {
 		ret = same_extent_present(rp, key, fi);
 		if (ret)
-			return ret < 0 ? ret : 0;
+			return put_inode(rp, inode, ret < 0 ? ret : 0);
 	}
-	ret = btrfs_drop_file_extents(rp->trans, rp->root, key->objectid, start, end, &dropped);
+	ret = tlog_drop_extents(rp->mnt, inode, start, end);
 	if (ret)
-		return ret;
+		return put_inode(rp, inode, ret);
 	if (inl) {
 		ret = btrfs_overwrite_item(rp->trans, rp->root, key, fi, size, &changed);
 	} else if (fe.disk_bytenr == 0) {
@@ -921,43 +984,47 @@ static int replay_one_extent(struct replay *rp, const struct extent_buffer *leaf
 			ret = copy_logged_csums(rp, &fe);
 	}
 	if (ret)
-		return ret;
+		return put_inode(rp, inode, ret);
 	STAT(rp, key->objectid, data_bytes, += nbytes);
 	if (rp->stats)
 		rp->stats->data_bytes += nbytes;
-	delta[0] = (s64)dropped;
-	delta[1] = (s64)nbytes;
-	return btrfs_update_inode(rp->trans, rp->root, key->objectid, add_nbytes, delta);
+	tlog_inode_add_bytes(inode, (s64)nbytes);
+	tlog_inode_mark_dirty(rp->mnt, inode);
+	return put_inode(rp, inode, 0);
 }
 
 /* ---- link count fixup (as the kernel's fixup_inode_link_counts) ---- */
 
-static void set_nlink(struct btrfs_inode_item *ii, void *arg)
+/* The inode's link count becomes the number of its names; the count is left in *@nlink. */
+static int recount_links(struct replay *rp, u64 ino, u32 *nlink, u32 *mode)
 {
-	btrfs_set_inode_item_nlink(ii, *(u32 *)arg);
+	struct tlog_inode *inode;
+	int ret;
+
+	ret = get_inode(rp, ino, &inode);
+	if (ret)
+		return ret;
+	*mode = tlog_inode_mode(inode);
+	ret = btrfs_count_inode_names(rp->root, ino, nlink);
+	if (!ret && *nlink != btrfs_inode_item_nlink(&inode->item)) {
+		btrfs_set_inode_item_nlink(&inode->item, *nlink);
+		tlog_inode_mark_dirty(rp->mnt, inode);
+	}
+	return put_inode(rp, inode, ret);
 }
 
 static int fixup_inode_link_count(struct replay *rp, u64 ino)
 {
 	struct btrfs_key orphan = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, ino };
-	struct btrfs_inode_item ii;
-	u32 nlink;
+	u32 nlink, mode;
 	int ret;
 
-	ret = btrfs_read_inode(rp->root, ino, &ii);
+	ret = recount_links(rp, ino, &nlink, &mode);
 	if (ret)
 		return ret;
-	ret = btrfs_count_inode_names(rp->root, ino, &nlink);
-	if (ret)
-		return ret;
-	if (nlink != btrfs_inode_item_nlink(&ii)) {
-		ret = btrfs_update_inode(rp->trans, rp->root, ino, set_nlink, &nlink);
-		if (ret)
-			return ret;
-	}
 	if (nlink)
 		return 0;
-	if (S_ISDIR(btrfs_inode_item_mode(&ii))) {
+	if (S_ISDIR(mode)) {
 		ret = replay_dir_deletes(rp, ino, true);
 		if (ret)
 			return ret;
@@ -1259,10 +1326,18 @@ int btrfs_replay_log(struct tlog_trans *trans, struct tlog_replay_stats *stats)
 		return tlog_error_wrap(ret, "reading the log root tree");
 	if (stats)
 		stats->log_blocks = 0;
-	ret = tlog_log_for_each_block(fs, pin_log_block, &rp);
+	ret = tlog_mount_attach(trans, &rp.mnt);
+	if (!ret)
+		ret = tlog_log_for_each_block(fs, pin_log_block, &rp);
 	for (rp.stage = REPLAY_INODES; !ret && rp.stage <= REPLAY_ALL; rp.stage++)
 		for (size_t i = 0; !ret && i < subvols.nr; i++)
 			ret = replay_subvol_stage(&rp, subvols.ids[i]);
+	{
+		int err = tlog_mount_detach(rp.mnt);
+
+		if (!ret)
+			ret = err;
+	}
 	tlog_log_subvols_free(&subvols);
 	if (!ret)
 		ret = tlog_trans_run_deferred_frees(trans);

@@ -2212,3 +2212,145 @@ Test(inode_ops, bug_disk_i_size_stops_at_the_last_range_written)
 	ctx_close(&c);
 	tlog_bdev_close(c.bdev);
 }
+
+/* ---- 4. one policy for run and log replay ---- */
+
+static struct btrfs_inode_item item_of(struct ctx *c, u64 ino)
+{
+	struct btrfs_inode_item ii;
+
+	cr_assert_eq(btrfs_lookup_inode(c->root, ino, &ii), 0, "inode %llu",
+		     (unsigned long long)ino);
+	return ii;
+}
+
+static u64 sec_of(const struct btrfs_timespec *ts)
+{
+	return btrfs_timespec_sec(ts);
+}
+
+/*
+ * Link and unlink as the kernel's log replay does them (a mount attached
+ * to the replay's transaction): the directory's size and i_version
+ * follow the names but not its times (6.18's update_time_after_link_or_
+ * unlink); the inode losing a name gets the transaction's time as ctime
+ * and one more i_version, keeps its mtime, and is not evicted at zero
+ * links; a name added leaves the inode's link count to the caller.
+ */
+Test(inode_ops, link_and_unlink_in_log_replay)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *dir, *file;
+	struct btrfs_inode_item d0, f0, d, f;
+	struct tlog_mount *rmnt;
+	struct tlog_trans *trans;
+	u64 dino, fino;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	tlog_mount_set_fixed_time(c.mnt, 1000);
+	root = lib_iget(&c, ROOT_INO);
+	dir = create(&c, root, "d", S_IFDIR | 0755, NULL);
+	dino = dir->ino;
+	file = create(&c, dir, "a", S_IFREG | 0644, NULL);
+	fino = file->ino;
+	cr_assert_eq(tlog_link(c.mnt, file, dir, "bb", 2), 0, "%s", tlog_error_get());
+	tlog_iput(c.mnt, file);
+	tlog_iput(c.mnt, dir);
+	tlog_iput(c.mnt, root);
+	sync_reopen(&c);
+	d0 = item_of(&c, dino);
+	f0 = item_of(&c, fino);
+	cr_assert_eq(btrfs_inode_item_size(&d0), 6);
+	cr_assert_eq(btrfs_inode_item_nlink(&f0), 2);
+
+	cr_assert_eq(tlog_trans_start(c.fs, &trans), 0);
+	btrfs_set_timespec_sec(&trans->now, 2000);
+	btrfs_set_timespec_nsec(&trans->now, 123);
+	cr_assert_eq(tlog_mount_attach(trans, &rmnt), 0);
+	cr_assert_eq(tlog_iget(rmnt, c.root, dino, &dir), 0);
+	cr_assert_eq(tlog_iget(rmnt, c.root, fino, &file), 0);
+
+	cr_assert_eq(tlog_unlink_inode(rmnt, dir, file, "a", 1), 0, "%s", tlog_error_get());
+	/* a name it does not have: refused before anything changes */
+	cr_assert_eq(tlog_unlink_inode(rmnt, dir, file, "zz", 2), -EUCLEAN);
+	cr_assert_eq(tlog_iforget(rmnt, file), 0);
+	cr_assert_eq(tlog_iforget(rmnt, dir), 0);
+	d = item_of(&c, dino);
+	f = item_of(&c, fino);
+	cr_assert_eq(btrfs_inode_item_size(&d), 4);
+	cr_assert_eq(btrfs_inode_item_sequence(&d), btrfs_inode_item_sequence(&d0) + 1);
+	cr_assert_eq(sec_of(&d.mtime), 1000, "replay keeps the directory's mtime");
+	cr_assert_eq(sec_of(&d.ctime), 1000, "replay keeps the directory's ctime");
+	cr_assert_eq(btrfs_inode_item_nlink(&f), 1);
+	cr_assert_eq(sec_of(&f.ctime), 2000);
+	cr_assert_eq(btrfs_timespec_nsec(&f.ctime), 123);
+	cr_assert_eq(sec_of(&f.mtime), 1000);
+	cr_assert_eq(btrfs_inode_item_sequence(&f), btrfs_inode_item_sequence(&f0) + 1);
+	cr_assert_eq(btrfs_inode_item_transid(&f), trans->transid);
+	cr_assert_eq(btrfs_lookup_dir_entry(c.root, dino, "a", 1, &(struct tlog_dir_entry){ 0 }),
+		     -ENOENT);
+
+	/* the last name: no eviction, the link count fixup decides */
+	cr_assert_eq(tlog_iget(rmnt, c.root, dino, &dir), 0);
+	cr_assert_eq(tlog_iget(rmnt, c.root, fino, &file), 0);
+	cr_assert_eq(tlog_unlink_inode(rmnt, dir, file, "bb", 2), 0, "%s", tlog_error_get());
+	cr_assert_eq(btrfs_inode_item_nlink(&file->item), 0);
+	/* a name added, back reference and all; the link count is the caller's */
+	cr_assert_eq(tlog_add_link(rmnt, dir, file, "ccc", 3, 40, true), 0, "%s",
+		     tlog_error_get());
+	cr_assert_eq(btrfs_inode_item_nlink(&file->item), 0);
+	/* and one whose back reference a logged ref item brings */
+	cr_assert_eq(tlog_add_link(rmnt, dir, file, "dd", 2, 41, false), 0, "%s",
+		     tlog_error_get());
+	cr_assert_eq(tlog_iforget(rmnt, file), 0);
+	cr_assert_eq(tlog_iforget(rmnt, dir), 0);
+	cr_assert_eq(tlog_mount_detach(rmnt), 0);
+	cr_assert_eq(tlog_trans_commit(trans), 0, "%s", tlog_error_get());
+
+	ctx_close(&c);
+	ctx_open(&c);
+	d = item_of(&c, dino);
+	f = item_of(&c, fino);
+	cr_assert_eq(btrfs_inode_item_size(&d), 2 * (1 + 2 + 3 + 2) - 2 * 3, "a, bb gone; ccc, dd in");
+	cr_assert_eq(sec_of(&d.mtime), 1000);
+	cr_assert_eq(btrfs_inode_item_sequence(&d), btrfs_inode_item_sequence(&d0) + 4);
+	cr_assert_eq(btrfs_inode_item_nlink(&f), 0);
+	cr_assert_eq(dir_index_of(&c, dino, "ccc"), 40);
+	cr_assert_eq(btrfs_find_inode_ref(c.root, fino, dino, "dd", 2, &(u64){ 0 }), -ENOENT);
+	cr_assert_eq(btrfs_lookup_dir_entry(c.root, dino, "dd", 2, &(struct tlog_dir_entry){ 0 }),
+		     0);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+/* The same operations outside replay: the directory's times are the operation's. */
+Test(inode_ops, link_and_unlink_outside_replay_touch_the_directory)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *dir, *file;
+	struct btrfs_inode_item d;
+	u64 dino;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	tlog_mount_set_fixed_time(c.mnt, 1000);
+	root = lib_iget(&c, ROOT_INO);
+	dir = create(&c, root, "d", S_IFDIR | 0755, NULL);
+	dino = dir->ino;
+	file = create(&c, dir, "a", S_IFREG | 0644, NULL);
+	sync_reopen(&c);
+	tlog_mount_set_fixed_time(c.mnt, 3000);
+	dir = lib_iget(&c, dino);
+	file = lib_iget(&c, dino + 1);
+	cr_assert_eq(tlog_link(c.mnt, file, dir, "b", 1), 0, "%s", tlog_error_get());
+	tlog_iput(c.mnt, file);
+	tlog_iput(c.mnt, dir);
+	cr_assert_eq(tlog_sync(c.mnt), 0);
+	d = item_of(&c, dino);
+	cr_assert_eq(sec_of(&d.mtime), 3000);
+	cr_assert_eq(sec_of(&d.ctime), 3000);
+	(void)root;
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
