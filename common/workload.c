@@ -94,15 +94,19 @@ static int syntax_error(struct parse_ctx *pc, const char *fmt, ...)
 /*
  * Split the line at *@src into words written to *@out (each
  * NUL-terminated); the source is consumed up to and including its
- * newline.  Returns the number of words, or -EINVAL (unclosed quote).
+ * newline.  A quoted word may hold newlines, so one operation may take
+ * several lines of the file: *@lines gets how many were consumed, for
+ * the line numbers of the operations after it.  Returns the number of
+ * words, or -EINVAL (unclosed quote).
  */
 static int split_words(struct parse_ctx *pc, const char **src, const char *end, char **out,
-		       char **words, int max_words)
+		       char **words, int max_words, unsigned int *lines)
 {
 	const char *s = *src;
 	char *o = *out;
 	int nr = 0;
 
+	*lines = 1;
 	for (;;) {
 		while (s < end && (*s == ' ' || *s == '\t' || *s == '\r'))
 			s++;
@@ -118,8 +122,11 @@ static int split_words(struct parse_ctx *pc, const char **src, const char *end, 
 		words[nr++] = o;
 		while (s < end && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\n') {
 			if (*s == '\'') {
-				for (s++; s < end && *s != '\''; s++)
+				for (s++; s < end && *s != '\''; s++) {
+					if (*s == '\n')
+						(*lines)++;
 					*o++ = *s;
+				}
 				if (s == end)
 					return syntax_error(pc, "no closing quotation");
 				s++;
@@ -128,6 +135,8 @@ static int split_words(struct parse_ctx *pc, const char **src, const char *end, 
 					if (*s == '\\' && s + 1 < end &&
 					    (s[1] == '"' || s[1] == '\\' || s[1] == '$' || s[1] == '`'))
 						s++;
+					else if (*s == '\n')
+						(*lines)++;
 					*o++ = *s;
 				}
 				if (s == end)
@@ -402,6 +411,7 @@ int wl_parse(FILE *f, const char *name, struct wl_script *script, char *err, siz
 	struct parse_ctx pc = { name, 0, err, errlen };
 	char *src, *out, *words[WL_MAX_WORDS];
 	const char *s, *end;
+	unsigned int next_line = 1;
 	size_t len;
 	int ret;
 
@@ -422,10 +432,13 @@ int wl_parse(FILE *f, const char *name, struct wl_script *script, char *err, siz
 	end = src + len;
 	while (s < end) {
 		struct wl_cmd cmd;
+		unsigned int lines;
 		int nr;
 
-		pc.line++;
-		nr = split_words(&pc, &s, end, &out, words, WL_MAX_WORDS);
+		/* an operation's messages name the line it starts on */
+		pc.line = next_line;
+		nr = split_words(&pc, &s, end, &out, words, WL_MAX_WORDS, &lines);
+		next_line += lines;
 		if (nr <= 0) {
 			ret = nr;
 			if (ret)

@@ -13,6 +13,16 @@
  *
  * Blocks are never changed in place across transactions: the superblock of
  * the committed state keeps pointing at intact blocks until the commit.
+ *
+ * A search with ins_len > 0 is a promise to insert: it may push items to
+ * the neighbours or split the leaf so that the new items fit, and a split
+ * for a key at either end of a leaf leaves the new items a leaf of their
+ * own, empty until they arrive.  The caller must then insert (or extend)
+ * at the path, or the tree keeps an empty leaf below a node, which the
+ * kernel refuses; only a tree's root may be an empty leaf.  A caller that
+ * may find nothing to insert looks up first with btrfs_search_slot(), or
+ * searches with ins_len 0.  The commit refuses to write a tree that broke
+ * the promise (-EUCLEAN), and the committed state stays as it was.
  */
 #include <errno.h>
 #include <string.h>

@@ -323,8 +323,11 @@ struct tlog_trans;
 /*
  * Search @key for a change: every block on the path is copied into the
  * running transaction first.  @ins_len > 0 makes room for that many bytes
- * of new items (headers included) in the leaf reached; < 0 prepares a
- * deletion.  Returns like btrfs_search_slot().
+ * of new items (headers included) in the leaf reached, and is a promise
+ * to insert them there: the room may be a new, empty leaf, which only the
+ * insertion makes valid (the commit refuses an empty leaf that is not its
+ * tree's root).  @ins_len < 0 prepares a deletion.  Returns like
+ * btrfs_search_slot().
  */
 int btrfs_search_slot_for_write(struct tlog_trans *trans, struct btrfs_root *root,
 				const struct btrfs_key *key, struct btrfs_path *path,

@@ -60,6 +60,7 @@ int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret)
 		if (!err)
 			err = init_root_objectid(mnt, fs->tree_root);
 		if (err) {
+			free(mnt->objectids);
 			free(mnt->hash);
 			free(mnt);
 			return err;
@@ -126,6 +127,7 @@ void tlog_mount_close(struct tlog_mount *mnt)
 			free_inode(inode);
 		}
 	}
+	free(mnt->objectids);
 	free(mnt->hash);
 	free(mnt);
 }
@@ -540,54 +542,73 @@ static int init_root_objectid(struct tlog_mount *mnt, struct btrfs_root *root)
 	return tlog_next_objectid_peek(mnt, root, &next);
 }
 
+/* One more than the highest inode number @root holds now (256 when it holds none). */
+static int first_free_objectid(struct btrfs_root *root, u64 *ret)
+{
+	struct btrfs_key key = { BTRFS_LAST_FREE_OBJECTID, (u8)-1, (u64)-1 };
+	struct btrfs_path path;
+	int err;
+
+	*ret = BTRFS_FIRST_FREE_OBJECTID;
+	btrfs_init_path(&path);
+	err = btrfs_search_slot(root, &key, &path);
+	if (err > 0)
+		err = btrfs_prev_item(root, &path);
+	if (err == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+		if (key.objectid >= BTRFS_FIRST_FREE_OBJECTID &&
+		    key.objectid < BTRFS_LAST_FREE_OBJECTID)
+			*ret = key.objectid + 1;
+	}
+	btrfs_release_path(&path);
+	return err < 0 ? err : 0;
+}
+
+/* The counter of @root, made on first use; any number of subvolumes may have one. */
+static int objectid_counter(struct tlog_mount *mnt, struct btrfs_root *root,
+			    struct tlog_objectid_counter **ret)
+{
+	u64 id = root->root_key.objectid, next;
+	size_t i;
+	int err;
+
+	for (i = 0; i < mnt->nr_objectids; i++) {
+		if (mnt->objectids[i].root == id) {
+			*ret = &mnt->objectids[i];
+			return 0;
+		}
+	}
+	err = first_free_objectid(root, &next);
+	if (err)
+		return err;
+	if (array_reserve(mnt->objectids, mnt->objectids_alloc, mnt->nr_objectids + 1))
+		return -ENOMEM;
+	*ret = &mnt->objectids[mnt->nr_objectids++];
+	**ret = (struct tlog_objectid_counter){ id, next };
+	return 0;
+}
+
 int tlog_next_objectid(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret)
 {
-	int err = tlog_next_objectid_peek(mnt, root, ret);
-	int i;
+	struct tlog_objectid_counter *c;
+	int err = objectid_counter(mnt, root, &c);
 
 	if (err)
 		return err;
-	for (i = 0; mnt->objectids[i].root != root->root_key.objectid; i++)
-		;
-	if (mnt->objectids[i].next >= BTRFS_LAST_FREE_OBJECTID)
+	if (c->next >= BTRFS_LAST_FREE_OBJECTID)
 		return -ENOSPC;
-	mnt->objectids[i].next++;
+	*ret = c->next++;
 	return 0;
 }
 
 int tlog_next_objectid_peek(struct tlog_mount *mnt, struct btrfs_root *root, u64 *ret)
 {
-	u64 id = root->root_key.objectid;
-	int i;
+	struct tlog_objectid_counter *c;
+	int err = objectid_counter(mnt, root, &c);
 
-	for (i = 0; i < mnt->nr_objectids && mnt->objectids[i].root != id; i++)
-		;
-	if (i == mnt->nr_objectids) {
-		struct btrfs_key key = { BTRFS_LAST_FREE_OBJECTID, (u8)-1, (u64)-1 };
-		struct btrfs_path path;
-		u64 next = BTRFS_FIRST_FREE_OBJECTID;
-		int err;
-
-		if (i == (int)(sizeof(mnt->objectids) / sizeof(mnt->objectids[0])))
-			return tlog_error(-ENOMEM, "too many subvolumes changed in one run");
-		btrfs_init_path(&path);
-		err = btrfs_search_slot(root, &key, &path);
-		if (err > 0)
-			err = btrfs_prev_item(root, &path);
-		if (err == 0) {
-			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
-			if (key.objectid >= BTRFS_FIRST_FREE_OBJECTID &&
-			    key.objectid < BTRFS_LAST_FREE_OBJECTID)
-				next = key.objectid + 1;
-		}
-		btrfs_release_path(&path);
-		if (err < 0)
-			return err;
-		mnt->objectids[i].root = id;
-		mnt->objectids[i].next = next;
-		mnt->nr_objectids++;
-	}
-	*ret = mnt->objectids[i].next;
+	if (err)
+		return err;
+	*ret = c->next;
 	return 0;
 }
 

@@ -101,11 +101,12 @@ struct tlog_mount {
 	struct tlog_inode **hash;
 	size_t hash_size, nr_inodes;
 	struct list_head dirty_inodes;
-	struct {
+	/* the next inode number of each subvolume used so far, grown as needed */
+	struct tlog_objectid_counter {
 		u64 root;
 		u64 next;
-	} objectids[16];
-	int nr_objectids;
+	} *objectids;
+	size_t nr_objectids, objectids_alloc;
 	u64 max_inline;			/* bytes; the kernel's default, 2048 */
 	u8 compress_type;		/* -o compress=: BTRFS_COMPRESS_*, 0 for none */
 	int compress_level;		/* 0: the algorithm's default */

@@ -663,6 +663,45 @@ static int write_tree_block(struct tlog_fs *fs, struct extent_buffer *eb)
 	return 0;
 }
 
+/* Whether @eb is the root block of one of the trees changed in @st. */
+static bool is_dirty_root_block(const struct trans_state *st, const struct extent_buffer *eb)
+{
+	u64 owner = btrfs_header_owner(eb_header(eb));
+
+	for (int i = 0; i < st->nr_dirty_roots; i++) {
+		const struct btrfs_root *root = st->dirty_roots[i];
+
+		if (root->bytenr == eb->start && root->root_key.objectid == owner)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Only a tree's root may be an empty leaf; the kernel refuses any other.
+ * One is left behind when a search made room for items (ins_len > 0) and
+ * its caller then inserted none: a bug of that caller, caught here, before
+ * anything is written, so that no tree the kernel would refuse reaches the
+ * disk.  Every block written in a transaction was allocated for a tree
+ * that is then in dirty_roots, so those are the roots to compare with.
+ */
+static int check_no_empty_leaves(struct trans_state *st)
+{
+	struct extent_buffer *eb;
+
+	list_for_each_eb(eb, &st->trans.fs->dirty_blocks) {
+		if (btrfs_header_level_eb(eb) != 0 || btrfs_header_nritems_eb(eb) != 0)
+			continue;
+		if (!is_dirty_root_block(st, eb))
+			return tlog_error(-EUCLEAN,
+					  "tree %llu: leaf %llu is empty and not the tree's root; "
+					  "not committing a tree the kernel would refuse",
+					  (unsigned long long)btrfs_header_owner(eb_header(eb)),
+					  (unsigned long long)eb->start);
+	}
+	return 0;
+}
+
 static int write_dirty_blocks(struct tlog_fs *fs)
 {
 	struct extent_buffer *eb;
@@ -763,6 +802,8 @@ int tlog_trans_commit(struct tlog_trans *trans)
 		btrfs_release_path(&path);
 		err = err < 0 ? err : run_bookkeeping(st);
 	}
+	if (!err)
+		err = check_no_empty_leaves(st);
 	if (!err)
 		err = write_dirty_blocks(fs);
 	if (!err)

@@ -27,6 +27,22 @@ for i in 1 2 3 4 5; do
 	[ "$(wc -l < "$TMP/err")" = 1 ] || { cat "$TMP/err"; fail "syntax error $i: more than one line"; }
 done
 grep -q ':3: unknown operation' <(tl run "$img" "$TMP/bad1.tlw" 2>&1) || fail "the line of the error"
+# a quoted value may run over lines; the lines after it count as in the
+# file, in tlogctl run and in its Python copy that drives the kernel tests
+cat > "$TMP/multi.tlw" <<'S'
+mkdir /q
+setxattr /q user.x 'one
+two
+three'
+bogus /x
+S
+rc=0
+tl run "$img" "$TMP/multi.tlw" > /dev/null 2> "$TMP/err" || rc=$?
+[ $rc = 2 ] && [ "$(cat "$TMP/err")" = "$TMP/multi.tlw:5: unknown operation 'bogus'" ] ||
+	{ cat "$TMP/err"; fail "the line of an error after a three-line quoted value (exit $rc)"; }
+rc=0
+python3 "$TOP/tests/tools/wl-exec.py" "$TMP/multi.tlw" "$TMP/no-mount" 2> "$TMP/err.py" || rc=$?
+[ $rc = 2 ] && diff "$TMP/err" "$TMP/err.py" || fail "wl-exec.py counts the lines otherwise (exit $rc)"
 [ "$(fp "$img")" = "$before" ] || fail "a script with a syntax error changed the image"
 
 # ---- refusals: reported, the script goes on; --strict stops ----
@@ -56,6 +72,16 @@ $TMP/ops.tlw:6: link: Operation not permitted
 $TMP/ops.tlw:10: removexattr: No data available
 E
 diff "$TMP/expect" "$TMP/err" || fail "the refusals reported"
+cat > "$TMP/multi2.tlw" <<'S'
+mkdir /q
+setxattr /q user.x "one
+two
+three"
+rmdir /missing
+S
+tl run "$img" "$TMP/multi2.tlw" 2> "$TMP/err" || fail "run of multi2"
+[ "$(cat "$TMP/err")" = "$TMP/multi2.tlw:5: rmdir: No such file or directory" ] ||
+	{ cat "$TMP/err"; fail "the line of a refusal after a three-line quoted value"; }
 tl ls -l "$img" /d > "$TMP/ls" || fail "ls after run"
 grep -q '^-rw------- *1 *12 *34 *5000 .* b$' "$TMP/ls" || { cat "$TMP/ls"; fail "/d/b after rename over it, chmod, chown"; }
 grep -q '^c' "$TMP/ls" && grep -q '^p' "$TMP/ls" || { cat "$TMP/ls"; fail "device and fifo"; }

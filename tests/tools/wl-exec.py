@@ -265,12 +265,14 @@ def parse_line(words):
     return op, out
 
 
-def split_words(text, pos, lineno):
-    """common/workload.c split_words: the words of the line at pos, and
-    where the next line starts (a quote may run over newlines)"""
+def split_words(text, pos):
+    """common/workload.c split_words: the words of the line at pos, where
+    the next line starts, and how many lines of the file that was (a
+    quote may run over newlines)"""
     words = []
     end = len(text)
     s = pos
+    lines = 1
     while True:
         while s < end and text[s] in BLANKS:
             s += 1
@@ -288,6 +290,8 @@ def split_words(text, pos, lineno):
             if c == 0x27:  # '
                 s += 1
                 while s < end and text[s] != 0x27:
+                    if text[s] == 0x0a:
+                        lines += 1
                     w.append(text[s])
                     s += 1
                 if s == end:
@@ -298,6 +302,8 @@ def split_words(text, pos, lineno):
                 while s < end and text[s] != 0x22:
                     if text[s] == 0x5c and s + 1 < end and text[s + 1] in b'"\\$`':
                         s += 1
+                    elif text[s] == 0x0a:
+                        lines += 1
                     w.append(text[s])
                     s += 1
                 if s == end:
@@ -313,7 +319,7 @@ def split_words(text, pos, lineno):
         words.append(bytes(w).split(b"\0", 1)[0])
     if s < end:
         s += 1
-    return words, s
+    return words, s, lines
 
 
 def parse(script):
@@ -323,11 +329,13 @@ def parse(script):
         with open(script, "rb") as fh:
             text = fh.read()
     ops = []
-    pos, lineno = 0, 0
+    pos, next_line = 0, 1
     while pos < len(text):
-        lineno += 1
+        # an operation's messages name the line it starts on
+        lineno = next_line
         try:
-            words, pos = split_words(text, pos, lineno)
+            words, pos, lines = split_words(text, pos)
+            next_line += lines
             if not words:
                 continue
             op, args = parse_line(words)

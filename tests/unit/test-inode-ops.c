@@ -1716,6 +1716,88 @@ Test(inode_ops, dir_index_not_reused_within_a_mount_but_after_reopen)
 	tlog_bdev_close(c.bdev);
 }
 
+#define NR_SUBVOLS	40
+
+/* Create @name in the root directory of subvolume sv<k> (id 256 + k); its inode number. */
+static u64 create_in_subvol(struct ctx *c, struct tlog_inode *top, int k, const char *name)
+{
+	struct tlog_inode *sv, *f;
+	char svname[16];
+	u64 ino;
+
+	snprintf(svname, sizeof(svname), "sv%02d", k);
+	cr_assert_eq(tlog_lookup(c->mnt, top, svname, (u16)strlen(svname), &sv), 0, "%s: %s",
+		     svname, tlog_error_get());
+	cr_assert_eq(sv->ino, BTRFS_FIRST_FREE_OBJECTID, "%s: root directory %llu", svname,
+		     (unsigned long long)sv->ino);
+	cr_assert_eq(sv->root->root_key.objectid, BTRFS_FIRST_FREE_OBJECTID + (u64)k);
+	f = create(c, sv, name, S_IFREG | 0644, NULL);
+	cr_assert_eq(f->root, sv->root, "%s/%s went to another tree", svname, name);
+	ino = f->ino;
+	tlog_iput(c->mnt, f);
+	tlog_iput(c->mnt, sv);
+	return ino;
+}
+
+/*
+ * The mount keeps one inode number counter per subvolume it changes, for
+ * any number of them: each new subvolume's root directory is 256 and its
+ * first file 257, in its own tree, whatever the others did; the numbers
+ * are what is found after a sync and a new mount, which counts on from
+ * the highest inode left.
+ */
+Test(inode_ops, inode_counters_for_many_subvolumes)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *top, *f;
+	char svname[16];
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	top = lib_iget(&c, ROOT_INO);
+	for (int k = 0; k < NR_SUBVOLS; k++) {
+		snprintf(svname, sizeof(svname), "sv%02d", k);
+		cr_assert_eq(tlog_create_subvol(c.mnt, top, svname, (u16)strlen(svname)), 0,
+			     "subvolume %d: %s", k, tlog_error_get());
+		cr_assert_eq(create_in_subvol(&c, top, k, "f"), BTRFS_FIRST_FREE_OBJECTID + 1,
+			     "subvolume %d", k);
+	}
+	/* a second file in every other one: each counter goes on by itself */
+	for (int k = 0; k < NR_SUBVOLS; k += 2)
+		cr_assert_eq(create_in_subvol(&c, top, k, "g"), BTRFS_FIRST_FREE_OBJECTID + 2,
+			     "subvolume %d", k);
+	/* the top level's own counter: subvolumes take no inode number there */
+	f = create(&c, top, "top", S_IFREG | 0644, NULL);
+	cr_assert_eq(f->ino, BTRFS_FIRST_FREE_OBJECTID + 1);
+	tlog_iput(c.mnt, f);
+	/* the fs tree, the root tree, and every subvolume: more than a fixed table held */
+	cr_assert_geq(c.mnt->nr_objectids, NR_SUBVOLS + 2);
+	tlog_iput(c.mnt, top);
+	sync_reopen(&c);
+
+	for (int k = 0; k < NR_SUBVOLS; k++) {
+		struct btrfs_root *sv = memfs_root(c.fs, BTRFS_FIRST_FREE_OBJECTID + (u64)k);
+		struct tlog_dir_entry de;
+		struct btrfs_inode_item ii;
+
+		cr_assert_eq(btrfs_lookup_dir_entry(sv, BTRFS_FIRST_FREE_OBJECTID, "f", 1, &de), 0,
+			     "subvolume %d: no f after sync", k);
+		cr_assert_eq(de.location.objectid, BTRFS_FIRST_FREE_OBJECTID + 1);
+		cr_assert_eq(btrfs_lookup_inode(sv, BTRFS_FIRST_FREE_OBJECTID + 1, &ii), 0);
+		cr_assert_eq(btrfs_lookup_inode(sv, BTRFS_FIRST_FREE_OBJECTID + 2, &ii),
+			     k % 2 ? -ENOENT : 0, "subvolume %d: g", k);
+	}
+	/* a new mount counts on from what each subvolume holds */
+	top = lib_iget(&c, ROOT_INO);
+	for (int k = NR_SUBVOLS - 2; k < NR_SUBVOLS; k++)
+		cr_assert_eq(create_in_subvol(&c, top, k, "h"),
+			     BTRFS_FIRST_FREE_OBJECTID + (k % 2 ? 2 : 3), "subvolume %d", k);
+	tlog_iput(c.mnt, top);
+	sync_reopen(&c);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
 static int count_items(struct btrfs_root *root, u64 ino, u8 type)
 {
 	struct btrfs_key min = { ino, type, 0 }, max = { ino, type, (u64)-1 };

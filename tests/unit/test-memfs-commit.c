@@ -5,9 +5,11 @@
  * opened again, and exactly the model's items found; the generation
  * advanced and every superblock copy that fits written.  Then the same
  * commit with every one of its writes failed, and dropped, in turn: the
- * device must show the old state or the new one, nothing else.
+ * device must show the old state or the new one, nothing else.  Last, a
+ * commit that would write an empty leaf below a node is refused.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
@@ -234,4 +236,105 @@ Test(memfs_commit, fault_at_every_write)
 	ctx.seed = memfs_seed();
 	memfs_fault_sweep(&fc, &st);
 	cr_assert_geq(st.writes, 10);
+}
+
+/* ---- a search that made room and then inserted nothing ---- */
+
+/* Whether the root block of tree @objectid is an empty leaf. */
+static bool root_is_empty_leaf(struct tlog_fs *fs, u64 objectid)
+{
+	struct btrfs_root *root = memfs_root(fs, objectid);
+	struct extent_buffer *eb;
+	bool empty;
+
+	if (root->level != 0)
+		return false;
+	cr_assert_eq(read_tree_block(fs, root->bytenr, 0, root->generation, &eb), 0, "%s",
+		     tlog_error_get());
+	empty = btrfs_header_nritems_eb(eb) == 0;
+	free_extent_buffer(eb);
+	return empty;
+}
+
+/*
+ * Break the promise of ins_len > 0 on purpose: room for a leaf's worth of
+ * items past the last key splits off an empty leaf below a new node, and
+ * nothing is inserted.  The commit must refuse before writing anything,
+ * the device must still hold the previous commit exactly, and the next
+ * transaction that keeps its promise must commit.  An empty root leaf, by
+ * contrast, is valid and must commit.
+ */
+Test(memfs_commit, empty_leaf_below_a_node_is_refused)
+{
+	static struct model m;
+	struct tlog_bdev *bdev = memfs_make();
+	struct btrfs_key last = { (u64)-1, (u8)-1, (u64)-1 };
+	u64 seed = memfs_seed(), gen, w0, nr_items, nr_blocks, leaf;
+	struct btrfs_path path;
+	struct tlog_trans *trans;
+	struct btrfs_root *root;
+	struct tlog_fs *fs;
+	char want[64];
+	int ret;
+
+	m.nr = 0;
+	fs = memfs_open(bdev, 0, 0);
+	cr_assert_eq(random_trans(fs, &m, seed, 60), 0, "%s", tlog_error_get());
+	tlog_close(fs);
+
+	/* control: COWing a tree whose root is an empty leaf commits */
+	fs = memfs_open(bdev, 0, 0);
+	cr_assert(root_is_empty_leaf(fs, BTRFS_CSUM_TREE_OBJECTID),
+		  "the csum tree of a fresh image was expected empty");
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, memfs_root(fs, BTRFS_CSUM_TREE_OBJECTID), &last,
+					  &path, 0);
+	btrfs_release_path(&path);
+	cr_assert_eq(ret, 1, "%d %s", ret, tlog_error_get());
+	cr_assert_eq(tlog_trans_commit(trans), 0, "an empty root leaf was refused: %s",
+		     tlog_error_get());
+	tlog_close(fs);
+
+	fs = memfs_open(bdev, 0, 0);
+	gen = fs->generation;
+	cr_assert(root_is_empty_leaf(fs, BTRFS_CSUM_TREE_OBJECTID));
+	root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, root, &last, &path,
+					  (int)btrfs_leaf_data_size(fs->nodesize));
+	cr_assert_eq(ret, 1, "%d %s", ret, tlog_error_get());
+	cr_assert_not_null(path.nodes[1], "the search did not split the leaf");
+	cr_assert_eq(btrfs_header_nritems_eb(path.nodes[0]), 0, "the room made is not an empty leaf");
+	leaf = path.nodes[0]->start;
+	btrfs_release_path(&path);
+	/* the broken tree exists in memory: the structure check sees it too */
+	cr_assert_eq(btrfs_check_tree_structure(root, &nr_items, &nr_blocks), -EUCLEAN);
+
+	w0 = bdev->nr_writes;
+	tlog_error_clear();
+	ret = tlog_trans_commit(trans);
+	cr_assert_eq(ret, -EUCLEAN, "the commit returned %d, not -EUCLEAN", ret);
+	snprintf(want, sizeof(want), "tree 5: leaf %llu is empty", (unsigned long long)leaf);
+	cr_assert_not_null(tlog_error_get());
+	cr_assert_not_null(strstr(tlog_error_get(), want), "why: %s", tlog_error_get());
+	cr_assert_eq(bdev->nr_writes, w0, "the refused commit wrote %llu blocks",
+		     (unsigned long long)(bdev->nr_writes - w0));
+	tlog_close(fs);
+
+	fs = memfs_open(bdev, 0, 0);
+	cr_assert_eq(fs->generation, gen, "the refused commit moved the generation");
+	cr_assert(matches(fs, &m, seed), "the committed items changed");
+	memfs_check_free_space_tree(fs);
+	cr_assert_eq(random_trans(fs, &m, seed + 1, 40), 0, "after the refusal: %s",
+		     tlog_error_get());
+	tlog_close(fs);
+
+	fs = memfs_open(bdev, 0, 0);
+	cr_assert_eq(fs->generation, gen + 1);
+	cr_assert(matches(fs, &m, seed + 1));
+	memfs_check_free_space_tree(fs);
+	tlog_close(fs);
+	tlog_bdev_close(bdev);
 }
