@@ -72,96 +72,11 @@ static bool trailing_slash(const char *path)
 	return n > 1 && path[n - 1] == '/';
 }
 
-/* Symlinks followed on the way to an opened file, as the kernel's limit. */
-#define MAX_SYMLINK_FOLLOW 40
-
-/*
- * The inode open(@path) reaches: the last component's symlinks followed
- * (an absolute target from the top, a relative one from the link's
- * directory).  With @create, a missing regular file is made (O_CREAT).
- */
-static int open_path(struct tlog_mount *mnt, const char *path, bool create,
-		     struct tlog_inode **ret)
-{
-	char *cur = strdup(path);
-	int err = -ELOOP;
-
-	if (!cur)
-		return -ENOMEM;
-	for (int hops = 0; hops <= MAX_SYMLINK_FOLLOW; hops++) {
-		struct tlog_inode *dir, *inode;
-		const char *name;
-		char target[4096], *next;
-		u16 len;
-
-		err = tlog_lookup_parent(mnt, cur, &dir, &name, &len);
-		if (err)
-			break;
-		if (len == 0) {
-			*ret = dir;
-			break;
-		}
-		err = tlog_lookup(mnt, dir, name, len, &inode);
-		if (err == -ENOENT && create)
-			err = trailing_slash(path) ? -EISDIR :
-			      tlog_create(mnt, dir, name, len, S_IFREG | 0644, 0, NULL, &inode);
-		if (err) {
-			tlog_iput(mnt, dir);
-			break;
-		}
-		if (!S_ISLNK(tlog_inode_mode(inode))) {
-			tlog_iput(mnt, dir);
-			if (trailing_slash(path) && !S_ISDIR(tlog_inode_mode(inode))) {
-				tlog_iput(mnt, inode);
-				err = -ENOTDIR;
-				break;
-			}
-			*ret = inode;
-			break;
-		}
-		err = btrfs_read_symlink(inode->root, inode->ino, target, sizeof(target));
-		tlog_iput(mnt, inode);
-		tlog_iput(mnt, dir);
-		if (err < 0)
-			break;
-		if (target[0] == '/') {
-			next = strdup(target);
-		} else {
-			size_t dirlen = (size_t)(name - cur);
-
-			next = malloc(dirlen + strlen(target) + 2);
-			if (next) {
-				memcpy(next, cur, dirlen);
-				strcpy(next + dirlen, target);
-			}
-		}
-		free(cur);
-		cur = next;
-		err = -ELOOP;
-		if (!cur)
-			return -ENOMEM;
-	}
-	free(cur);
-	return err;
-}
-
-/* The inode @path names itself (lstat: a final symlink is not followed). */
-static int lookup_nofollow(struct tlog_mount *mnt, const char *path, struct tlog_inode **ret)
-{
-	int err;
-
-	/* a trailing slash makes the walk follow a final link and want a directory */
-	if (trailing_slash(path))
-		return open_path(mnt, path, false, ret);
-	err = tlog_lookup_path(mnt, path, ret);
-	return err;
-}
-
 /* Opened for writing: a directory refuses (EISDIR), as open(O_WRONLY) does. */
 static int open_for_write(struct tlog_mount *mnt, const char *path, bool create,
 			  struct tlog_inode **ret)
 {
-	int err = open_path(mnt, path, create, ret);
+	int err = tlog_open_path(mnt, path, create ? TLOG_OPEN_CREATE : 0, ret);
 
 	if (!err && S_ISDIR(tlog_inode_mode(*ret))) {
 		tlog_iput(mnt, *ret);
@@ -225,7 +140,7 @@ static int do_link(struct tlog_mount *mnt, const char *old, const char *new)
 	struct tlog_inode *inode, *dir;
 	const char *name;
 	u16 len;
-	int err = lookup_nofollow(mnt, old, &inode);
+	int err = tlog_open_path(mnt, old, TLOG_OPEN_NOFOLLOW, &inode);
 
 	if (err)
 		return err;
@@ -291,7 +206,7 @@ static int do_mksnap(struct tlog_mount *mnt, const char *src_path, const char *p
 	struct tlog_inode *src, *dir;
 	const char *name;
 	u16 len;
-	int err = open_path(mnt, src_path, false, &src);
+	int err = tlog_open_path(mnt, src_path, 0, &src);
 
 	if (err)
 		return err;
@@ -309,7 +224,7 @@ static int do_clone(struct tlog_mount *mnt, const struct wl_cmd *c)
 {
 	bool whole = c->op == WL_CLONE;
 	struct tlog_inode *src, *dst;
-	int err = open_path(mnt, c->path, false, &src);
+	int err = tlog_open_path(mnt, c->path, 0, &src);
 
 	if (err)
 		return err;
@@ -349,17 +264,16 @@ static int with_inode(struct run_ctx *rc, const struct wl_cmd *c)
 {
 	struct tlog_mount *mnt = rc->mnt;
 	struct tlog_inode *inode;
-	bool follow = c->op != WL_CHOWN && c->op != WL_UTIMES && c->op != WL_SETXATTR &&
-		      c->op != WL_REMOVEXATTR;
+	/* the l-calls and utimensat(AT_SYMLINK_NOFOLLOW) act on a final link itself */
+	bool nofollow = c->op == WL_CHOWN || c->op == WL_UTIMES || c->op == WL_SETXATTR ||
+			c->op == WL_REMOVEXATTR;
 	bool writes = c->op == WL_WRITE || c->op == WL_FALLOC || c->op == WL_PUNCH;
 	int err;
 
 	if (writes)
 		err = open_for_write(mnt, c->path, c->op == WL_WRITE, &inode);
-	else if (follow)
-		err = open_path(mnt, c->path, false, &inode);
 	else
-		err = lookup_nofollow(mnt, c->path, &inode);
+		err = tlog_open_path(mnt, c->path, nofollow ? TLOG_OPEN_NOFOLLOW : 0, &inode);
 	if (err)
 		return err;
 	switch (c->op) {

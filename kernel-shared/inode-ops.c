@@ -11,6 +11,7 @@
  * apply the errno the caller sees is the first.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -692,8 +693,8 @@ int tlog_lookup(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	return tlog_iget(mnt, target.root, target.ino, ret);
 }
 
-/* Symlinks followed in one path walk, as the kernel's limit. */
-#define MAX_SYMLINK_HOPS 40
+/* Symlinks one path walk follows, middle and final ones together (MAXSYMLINKS). */
+#define MAX_SYMLINKS 40
 
 /* The top-level subvolume's root directory. */
 static int top_dir(struct tlog_mount *mnt, struct tlog_inode **ret)
@@ -759,136 +760,224 @@ static int parent_dir(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlo
 }
 
 /*
- * Walk @path up to (without) its last component, following symlinks and
- * ".." on the way as the kernel's path walk does; *@last points at the
- * last component, which is always part of @path itself (following a link
- * replaces what comes before it, never what follows).
+ * A path walk, as the kernel's nameidata: the directory it stands in,
+ * what is left of the path, and how many symlinks it has followed.
+ * Following a link puts its target in front of what was left after the
+ * link, so what is left is always one string: @path at first, the walk's
+ * own copy (@buf) once a link has been followed.
  */
-static int walk_path(struct tlog_mount *mnt, const char *path, struct tlog_inode **ret,
-		     const char **last, u16 *last_len)
-{
-	char *buf = NULL;
-	const char *cur = path, *p;
-	struct tlog_inode *dir;
-	int hops = 0, err;
+struct walk {
+	struct tlog_mount *mnt;
+	struct tlog_inode *dir;		/* a reference; NULL once handed out */
+	const char *rest;
+	char *buf;
+	int links;
+};
 
+/* open_last() followed a final link: the walk goes on from its target. */
+#define WALK_ON 1
+
+static int walk_start(struct walk *w, struct tlog_mount *mnt, const char *path)
+{
+	*w = (struct walk){ .mnt = mnt, .rest = path };
+	/* only absolute paths: nothing else is a "current directory" here */
 	if (path[0] != '/')
 		return -EINVAL;
-restart:
-	err = top_dir(mnt, &dir);
-	if (err)
-		goto out;
-	for (p = cur;;) {
-		const char *name, *end;
-		struct tlog_inode *next;
-		size_t nlen;
+	return top_dir(mnt, &w->dir);
+}
 
-		while (*p == '/')
-			p++;
-		name = p;
-		end = strchr(name, '/');
-		if (!end)
-			end = name + strlen(name);
-		nlen = (size_t)(end - name);
-		p = end;
-		while (*p == '/')
-			p++;
-		if (nlen > BTRFS_NAME_LEN) {
-			err = -ENAMETOOLONG;
-			break;
-		}
-		if (!*p) {
-			/* the last component (empty for "/"), as it stands in @path */
-			*last = path + strlen(path) - strlen(name);
-			*last_len = (u16)nlen;
-			*ret = dir;
-			dir = NULL;
-			break;
-		}
-		if (nlen == 2 && name[0] == '.' && name[1] == '.')
-			err = parent_dir(mnt, dir, &next);
-		else
-			err = tlog_lookup(mnt, dir, name, (u16)nlen, &next);
-		if (err)
-			break;
-		if (S_ISLNK(tlog_inode_mode(next))) {
-			/* the target takes the place of everything up to the link */
-			char target[4096], *rewritten;
-			int tlen = btrfs_read_symlink(next->root, next->ino, target, sizeof(target));
-			size_t head = target[0] == '/' ? 0 : (size_t)(name - cur);
+static void walk_end(struct walk *w)
+{
+	if (w->dir)
+		tlog_iput(w->mnt, w->dir);
+	free(w->buf);
+}
 
-			tlog_iput(mnt, next);
-			if (tlen < 0) {
-				err = tlen;
-				break;
-			}
-			if (++hops > MAX_SYMLINK_HOPS) {
-				err = -ELOOP;
-				break;
-			}
-			rewritten = malloc(head + tlen + 2 + strlen(end));
-			if (!rewritten) {
-				err = -ENOMEM;
-				break;
-			}
-			memcpy(rewritten, target[0] == '/' ? "" : cur, head);
-			memcpy(rewritten + head, target, tlen);
-			rewritten[head + tlen] = '/';
-			strcpy(rewritten + head + tlen + 1, end);
-			if (rewritten[0] != '/') {
-				err = -EINVAL;
-				free(rewritten);
-				break;
-			}
-			free(buf);
-			buf = rewritten;
-			cur = buf;
-			tlog_iput(mnt, dir);
-			goto restart;
-		}
-		if (!S_ISDIR(tlog_inode_mode(next))) {
-			tlog_iput(mnt, next);
-			err = -ENOTDIR;
-			break;
-		}
-		tlog_iput(mnt, dir);
-		dir = next;
+/* The next component of what is left: its length, *@name, w->rest moved past it. */
+static size_t next_component(struct walk *w, const char **name)
+{
+	const char *p = w->rest;
+
+	while (*p == '/')
+		p++;
+	*name = p;
+	while (*p && *p != '/')
+		p++;
+	w->rest = p;
+	return (size_t)(p - *name);
+}
+
+static bool only_slashes(const char *p)
+{
+	while (*p == '/')
+		p++;
+	return !*p;
+}
+
+/* @name in w->dir, ".." (parent_dir) included. */
+static int walk_step(struct walk *w, const char *name, size_t len, struct tlog_inode **ret)
+{
+	if (len == 2 && name[0] == '.' && name[1] == '.')
+		return parent_dir(w->mnt, w->dir, ret);
+	return tlog_lookup(w->mnt, w->dir, name, (u16)len, ret);
+}
+
+/*
+ * Follow @link, which the walk met with @after left behind it: its target
+ * takes its place, walked from the top for an absolute target, from the
+ * link's directory (where the walk stands) for a relative one.  The count
+ * is the whole walk's, middle and final links alike, so a chain cannot
+ * escape the limit by being split between the two.
+ */
+static int follow_link(struct walk *w, struct tlog_inode *link, const char *after)
+{
+	char target[PATH_MAX], *buf;
+	int len;
+
+	if (++w->links > MAX_SYMLINKS) {
+		tlog_iput(w->mnt, link);
+		return -ELOOP;
 	}
-	tlog_iput(mnt, dir);
-out:
-	free(buf);
+	len = btrfs_read_symlink(link->root, link->ino, target, sizeof(target));
+	tlog_iput(w->mnt, link);
+	if (len < 0)
+		return len;
+	if (len == 0)
+		return -ENOENT;	/* an empty target (only a damaged image has one) names nothing */
+	/* @after may be in w->buf: copy it before letting the old one go */
+	buf = malloc((size_t)len + strlen(after) + 1);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, target, (size_t)len);
+	strcpy(buf + len, after);
+	free(w->buf);
+	w->buf = buf;
+	w->rest = buf;
+	if (target[0] != '/')
+		return 0;
+	tlog_iput(w->mnt, w->dir);
+	w->dir = NULL;
+	return top_dir(w->mnt, &w->dir);
+}
+
+/*
+ * Walk what is left up to its last component, following every symlink on
+ * the way (in the middle of a path a link is always followed): *@name and
+ * *@len are the last component (length 0 for "/"), w->dir the directory
+ * holding it, w->rest what follows it (slashes or nothing).
+ */
+static int walk_to_last(struct walk *w, const char **name, size_t *len)
+{
+	for (;;) {
+		struct tlog_inode *next;
+		int err;
+
+		*len = next_component(w, name);
+		if (*len > BTRFS_NAME_LEN)
+			return -ENAMETOOLONG;
+		if (only_slashes(w->rest))
+			return 0;
+		err = walk_step(w, *name, *len, &next);
+		if (err)
+			return err;
+		if (S_ISLNK(tlog_inode_mode(next))) {
+			err = follow_link(w, next, w->rest);
+			if (err)
+				return err;
+			continue;
+		}
+		if (!is_dir(next)) {
+			tlog_iput(w->mnt, next);
+			return -ENOTDIR;
+		}
+		tlog_iput(w->mnt, w->dir);
+		w->dir = next;
+	}
+}
+
+/*
+ * The last component of an open, @name in w->dir: made if missing with
+ * TLOG_OPEN_CREATE; a symlink followed (WALK_ON) unless
+ * TLOG_OPEN_NOFOLLOW.  A trailing slash wants a directory, so it follows a
+ * final link whatever the flags say; with TLOG_OPEN_CREATE it is EISDIR
+ * before anything is looked up, as open(O_CREAT) answers "f/" even when f
+ * exists.
+ */
+static int open_last(struct walk *w, const char *name, size_t len, unsigned int flags,
+		     struct tlog_inode **ret)
+{
+	bool want_dir = *w->rest == '/';
+	struct tlog_inode *inode;
+	int err;
+
+	if (len == 0) {
+		/* "/", or a link to it: the directory the walk stands in */
+		*ret = w->dir;
+		w->dir = NULL;
+		return 0;
+	}
+	if (want_dir && (flags & TLOG_OPEN_CREATE))
+		return -EISDIR;
+	err = walk_step(w, name, len, &inode);
+	if (err == -ENOENT && (flags & TLOG_OPEN_CREATE))
+		return tlog_create(w->mnt, w->dir, name, (u16)len, S_IFREG | 0644, 0, NULL, ret);
+	if (err)
+		return err;
+	if (S_ISLNK(tlog_inode_mode(inode)) && (want_dir || !(flags & TLOG_OPEN_NOFOLLOW))) {
+		err = follow_link(w, inode, w->rest);
+		return err ? err : WALK_ON;
+	}
+	if (want_dir && !is_dir(inode)) {
+		tlog_iput(w->mnt, inode);
+		return -ENOTDIR;
+	}
+	*ret = inode;
+	return 0;
+}
+
+int tlog_open_path(struct tlog_mount *mnt, const char *path, unsigned int flags,
+		   struct tlog_inode **ret)
+{
+	struct walk w;
+	int err = walk_start(&w, mnt, path);
+
+	while (!err) {
+		const char *name;
+		size_t len;
+
+		err = walk_to_last(&w, &name, &len);
+		if (!err)
+			err = open_last(&w, name, len, flags, ret);
+		if (err != WALK_ON)
+			break;
+		err = 0;
+	}
+	walk_end(&w);
 	return err;
 }
 
 int tlog_lookup_parent(struct tlog_mount *mnt, const char *path, struct tlog_inode **dir,
 		       const char **name, u16 *len)
 {
-	int err = walk_path(mnt, path, dir, name, len);
+	struct walk w;
+	const char *last;
+	size_t n;
+	int err = walk_start(&w, mnt, path);
 
-	if (err)
-		return err;
-	if (!is_dir(*dir)) {
-		tlog_iput(mnt, *dir);
-		return -ENOTDIR;
+	if (!err)
+		err = walk_to_last(&w, &last, &n);
+	if (!err) {
+		/*
+		 * The links on the way replaced what came before the last
+		 * component, never it or what follows: it is as far from the
+		 * end of @path as from the end of what was walked.
+		 */
+		*name = path + strlen(path) - strlen(last);
+		*len = (u16)n;
+		*dir = w.dir;
+		w.dir = NULL;
 	}
-	return 0;
-}
-
-int tlog_lookup_path(struct tlog_mount *mnt, const char *path, struct tlog_inode **ret)
-{
-	struct tlog_inode *dir;
-	const char *name;
-	u16 len;
-	int err = tlog_lookup_parent(mnt, path, &dir, &name, &len);
-
-	if (err)
-		return err;
-	if (len == 0) {
-		*ret = dir;
-		return 0;
-	}
-	err = tlog_lookup(mnt, dir, name, len, ret);
-	tlog_iput(mnt, dir);
+	walk_end(&w);
 	return err;
 }
 

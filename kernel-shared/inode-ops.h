@@ -192,13 +192,36 @@ static inline u32 tlog_inode_mode(const struct tlog_inode *inode)
 int tlog_lookup(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
 		struct tlog_inode **ret);
 /*
- * Resolve @path (absolute, from the top-level subvolume; a symlink on the
- * way is -ELOOP).  tlog_lookup_path gives the inode it names ("/" is the
- * top-level directory); tlog_lookup_parent stops before the last
- * component: *@dir is the directory holding it, *@name and *@len the
- * component (pointing into @path, length 0 for "/").
+ * Path walks, one policy for all of them.  Paths are absolute, from the
+ * top-level subvolume's root directory: the mount is chrooted there, so
+ * ".." at the top stays at the top and an absolute symlink target starts
+ * again from it; a relative target starts from the link's directory.  A
+ * symlink in the middle of a path is always followed.  One walk follows
+ * at most 40 links, those in the middle and at the end together, as the
+ * kernel counts them: the 41st is -ELOOP.  A trailing slash wants a
+ * directory (-ENOTDIR).
+ *
+ * tlog_open_path gives the inode open(2) of @path reaches: a final symlink
+ * is followed, unless TLOG_OPEN_NOFOLLOW (lstat, lchown...: the link
+ * itself), which a trailing slash overrides as it does in the kernel.
+ * TLOG_OPEN_CREATE is O_CREAT: a missing final name (through a dangling
+ * link, its target's) becomes a regular file of mode 0644, and a trailing
+ * slash is -EISDIR, whether the name exists or not.  "/" is the top-level
+ * directory.  tlog_lookup_path is the TLOG_OPEN_NOFOLLOW case.
+ *
+ * tlog_lookup_parent stops before the last component and follows nothing
+ * of it: *@dir is the directory holding it, *@name and *@len the component
+ * (pointing into @path, without its trailing slashes; length 0 for "/").
  */
-int tlog_lookup_path(struct tlog_mount *mnt, const char *path, struct tlog_inode **ret);
+#define TLOG_OPEN_CREATE	(1U << 0)
+#define TLOG_OPEN_NOFOLLOW	(1U << 1)
+int tlog_open_path(struct tlog_mount *mnt, const char *path, unsigned int flags,
+		   struct tlog_inode **ret);
+static inline int tlog_lookup_path(struct tlog_mount *mnt, const char *path,
+				   struct tlog_inode **ret)
+{
+	return tlog_open_path(mnt, path, TLOG_OPEN_NOFOLLOW, ret);
+}
 int tlog_lookup_parent(struct tlog_mount *mnt, const char *path, struct tlog_inode **dir,
 		       const char **name, u16 *len);
 

@@ -4,8 +4,9 @@
 # before anything changes, refused operations are reported as the system
 # call would report them and the script goes on (or stops with
 # --strict), power cut vs clean unmount, SOURCE_DATE_EPOCH, --stats and
-# JSON, mount options, and what the resulting image holds, read back
-# through the query commands.
+# JSON, mount options, path walks (one budget of 40 symlinks, trailing
+# slashes, no-follow calls), and what the resulting image holds, read
+# back through the query commands.
 . "$(dirname "$0")/../common.sh"
 
 img="$TMP/img"
@@ -137,6 +138,82 @@ tl dump-super "$img" | grep -qi "compress_zstd\|COMPRESS_ZSTD" || fail "compress
 [ "$(tl cat "$img" /z | tr -d z | wc -c)" = 0 ] && [ "$(tl cat "$img" /z | wc -c)" = 1048576 ] ||
 	fail "compressed contents read back wrong"
 
+# ---- path walks: one budget of 40 symlinks for the whole walk ----
+# (as Linux counts: middle and final links together), trailing slashes,
+# the calls that do not follow a final link
+simg="$TMP/walk.img"
+tl mkfs -q -b 256M "$simg" || fail "mkfs for the path walks"
+# chain DIR NAME N TARGET: DIR/NAME1 -> NAME2 -> ... -> NAMEN -> TARGET
+chain() {
+	local i
+	echo "symlink $4 $1/$2$3"
+	for ((i = $3 - 1; i >= 1; i--)); do echo "symlink $2$((i + 1)) $1/$2$i"; done
+}
+{
+	echo "mkdir /s"
+	echo "mkdir /s/d"
+	echo "write /s/d/f 0 10"
+	chain /s m 20 d
+	chain /s n 40 d
+	chain /s o 41 d
+	chain /s/d f 20 f
+	chain /s/d g 21 f
+	cat <<'S'
+symlink m1/f2 /s/y
+symlink m1/f1 /s/x
+symlink d /s/ld
+symlink /s/d /s/abs
+symlink nothere /s/dang
+truncate /s/m1/f1 3
+chmod /s/y 604
+truncate /s/m1/g1 1
+chmod /s/m1/g1 640
+chmod /s/x 640
+write /s/n1/h 0 5
+write /s/o1/i 0 5
+create /s/o1/p
+chown /s/m1/g1 3 4
+link /s/d/f1 /s/d/f1b
+chown /s/ld/ 5 6
+fsync /s/ld/
+chown /s/d/f1/ 1 1
+write /s/d/f/ 0 1
+write /s/d/new/ 0 1
+chmod /s/d/.. 700
+write /s/abs/a 0 3
+write /s/dang 0 4
+S
+} > "$TMP/walk.tlw"
+lineof() { grep -nxF "$1" "$TMP/walk.tlw" | cut -d: -f1; }
+ELOOP="Too many levels of symbolic links"
+rc=0
+tl run --commit "$simg" "$TMP/walk.tlw" > /dev/null 2> "$TMP/err" || rc=$?
+[ $rc = 0 ] || { cat "$TMP/err"; fail "path walks: run exited $rc"; }
+cat > "$TMP/expect" <<E
+$TMP/walk.tlw:$(lineof "truncate /s/m1/g1 1"): truncate: $ELOOP
+$TMP/walk.tlw:$(lineof "chmod /s/m1/g1 640"): chmod: $ELOOP
+$TMP/walk.tlw:$(lineof "chmod /s/x 640"): chmod: $ELOOP
+$TMP/walk.tlw:$(lineof "write /s/o1/i 0 5"): write: $ELOOP
+$TMP/walk.tlw:$(lineof "create /s/o1/p"): create: $ELOOP
+$TMP/walk.tlw:$(lineof "chown /s/d/f1/ 1 1"): chown: Not a directory
+$TMP/walk.tlw:$(lineof "write /s/d/f/ 0 1"): write: Is a directory
+$TMP/walk.tlw:$(lineof "write /s/d/new/ 0 1"): write: Is a directory
+E
+diff "$TMP/expect" "$TMP/err" || fail "path walks: the refusals (40 links in all followed, the 41st ELOOP)"
+tl ls -l "$simg" /s/d > "$TMP/ls" || fail "ls /s/d"
+grep -q '^-rw----r-- *1 *0 *0 *3 .* f$' "$TMP/ls" ||
+	{ cat "$TMP/ls"; fail "/s/d/f: truncated and chmod-ed through 40 links, not through 41"; }
+grep -q '^l.* 3 *4 .* g1 -> g2$' "$TMP/ls" || { cat "$TMP/ls"; fail "chown (lchown) followed the final link"; }
+grep -q '^l.* 2 .* f1 -> f2$' "$TMP/ls" && grep -q '^l.* f1b -> f2$' "$TMP/ls" ||
+	{ cat "$TMP/ls"; fail "link followed the final link"; }
+grep -q '^-.* 0 *0 *5 .* h$' "$TMP/ls" && grep -q '^-.* 0 *0 *3 .* a$' "$TMP/ls" ||
+	{ cat "$TMP/ls"; fail "40 middle links, or an absolute target from the top"; }
+grep -q ' i$\| p$\| new$' "$TMP/ls" && { cat "$TMP/ls"; fail "made through 41 links, or with a trailing slash"; }
+tl ls -l "$simg" / | grep -q '^drwx------ .* s$' || { tl ls -l "$simg" /; fail "chmod /s/d/.. is /s"; }
+tl ls -l "$simg" /s > "$TMP/ls" || fail "ls /s"
+grep -q '^d.* 5 *6 .* d$' "$TMP/ls" || { cat "$TMP/ls"; fail "chown /s/ld/: a trailing slash follows"; }
+grep -q '^-.* 0 *0 *4 .* nothere$' "$TMP/ls" || { cat "$TMP/ls"; fail "write through a dangling link makes its target"; }
+
 # ---- bad targets ----
 rc=0
 tl run "$TMP/missing.img" "$TMP/pc.tlw" 2> "$TMP/err" || rc=$?
@@ -144,4 +221,4 @@ tl run "$TMP/missing.img" "$TMP/pc.tlw" 2> "$TMP/err" || rc=$?
 rc=0
 tl run "$img" "$TMP/missing.tlw" 2> "$TMP/err" || rc=$?
 [ $rc = 2 ] && grep -q "cannot open" "$TMP/err" || { cat "$TMP/err"; fail "a missing script: exit $rc"; }
-echo "run: syntax, refusals, strict, power cut, epoch, stats, options, bad targets"
+echo "run: syntax, refusals, strict, power cut, epoch, stats, options, path walks, bad targets"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 # The refusals of "tlogctl run" against the kernel's: every operation's
-# errors (ENOENT, EEXIST, ENOTEMPTY, EISDIR, ENOTDIR, EXDEV, EMLINK,
+# errors (ENOENT, EEXIST, ENOTEMPTY, EISDIR, ENOTDIR, EXDEV, ELOOP, EMLINK,
 # ENAMETOOLONG, EINVAL, ENODATA, EPERM, ENOTTY, ERANGE, EOPNOTSUPP, ENOSPC),
 # each a script run by the kernel (tests/tools/wl-exec.py on a loop mount)
 # and by "tlogctl run --commit" on a copy of the same fresh image (see
@@ -58,6 +58,7 @@ E_MLINK="Too many links" E_NAMETOOLONG="File name too long" E_INVAL="Invalid arg
 E_NODATA="No data available" E_PERM="Operation not permitted" E_NOTTY="Inappropriate ioctl for device"
 E_RANGE="Numerical result out of range" E_OPNOTSUPP="Operation not supported"
 E_NOSPC="No space left on device" E_BUSY="Device or resource busy"
+E_LOOP="Too many levels of symbolic links"
 
 err_case enoent "2: mkdir: $E_NOENT
 3: create: $E_NOENT
@@ -233,11 +234,78 @@ rename /f /sv/g exchange
 clone /f /sv/h
 EOF2
 
+# ELOOP: one path walk follows at most 40 symlinks, those in the middle
+# of the path and the final ones together, the 41st is refused; the calls
+# that do not follow a final link (lchown, utimensat, link) act on the
+# link, a trailing slash follows it and wants a directory, and is EISDIR
+# for open(O_CREAT).  Targets are relative: the kernel's walk of an
+# absolute one would leave the mount.
+# eloop_chain DIR NAME N TARGET: DIR/NAME1 -> NAME2 -> ... -> NAMEN -> TARGET
+eloop_chain() {
+	local i
+	echo "symlink $4 $1/$2$3"
+	for ((i = $3 - 1; i >= 1; i--)); do echo "symlink $2$((i + 1)) $1/$2$i"; done
+}
+eloop_script() {
+	echo "mkdir /s"
+	echo "mkdir /s/d"
+	echo "write /s/d/f 0 10"
+	eloop_chain /s m 20 d
+	eloop_chain /s n 40 d
+	eloop_chain /s o 41 d
+	eloop_chain /s/d f 20 f
+	eloop_chain /s/d g 21 f
+	cat <<'EOF2'
+symlink m1/f2 /s/y
+symlink m1/f1 /s/x
+symlink d /s/ld
+symlink nothere /s/dang
+symlink loop /s/loop
+truncate /s/m1/f1 3
+chmod /s/y 604
+truncate /s/m1/g1 1
+chmod /s/m1/g1 640
+chmod /s/x 640
+write /s/n1/h 0 5
+write /s/o1/i 0 5
+create /s/o1/p
+mkdir /s/o1/q
+chown /s/m1/g1 3 4
+utimes /s/m1/g1 5 5
+link /s/d/f1 /s/d/f1b
+chown /s/ld/ 5 6
+fsync /s/ld/
+chown /s/d/f1/ 1 1
+write /s/d/f/ 0 1
+write /s/d/new/ 0 1
+write /s/ld/ 0 1
+chmod /s/d/.. 700
+write /s/dang 0 4
+fsync /s/loop
+chown /s/loop 1 2
+EOF2
+}
+eloop_line() { eloop_script | grep -nxF "$1" | cut -d: -f1; }
+# (from a process substitution, not a pipe: a pipeline would run err_case
+# in a subshell, and its failure would not be counted)
+err_case eloop "$(eloop_line "truncate /s/m1/g1 1"): truncate: $E_LOOP
+$(eloop_line "chmod /s/m1/g1 640"): chmod: $E_LOOP
+$(eloop_line "chmod /s/x 640"): chmod: $E_LOOP
+$(eloop_line "write /s/o1/i 0 5"): write: $E_LOOP
+$(eloop_line "create /s/o1/p"): create: $E_LOOP
+$(eloop_line "mkdir /s/o1/q"): mkdir: $E_LOOP
+$(eloop_line "chown /s/d/f1/ 1 1"): chown: $E_NOTDIR
+$(eloop_line "write /s/d/f/ 0 1"): write: $E_ISDIR
+$(eloop_line "write /s/d/new/ 0 1"): write: $E_ISDIR
+$(eloop_line "write /s/ld/ 0 1"): write: $E_ISDIR
+$(eloop_line "fsync /s/loop"): fsync: $E_LOOP" < <(eloop_script)
+
 # EMLINK: without extended refs, the names of an inode in one directory
 # share one INODE_REF item, which must fit in a leaf (4k nodes: about 14
 # names of 255 bytes).  The link count limit (65535, with extended refs)
-# takes 65535 links: not here.
-{
+# takes 65535 links: not here.  (A process substitution, not a pipe, as
+# for eloop: a failure in a pipeline's subshell would not be counted.)
+err_case emlink "*: link: $E_MLINK" -n 4k -O ^extref < <(
 	echo "mkdir /d"
 	echo "create /d/f"
 	for i in $(seq 10 30); do echo "link /d/f /d/${L255:2}$i"; done
@@ -245,7 +313,7 @@ EOF2
 	echo "mkdir /d2"
 	echo "link /d/f /d2/${L255:2}10"
 	echo "fsync /d/f"
-} | err_case emlink "*: link: $E_MLINK" -n 4k -O ^extref
+)
 
 err_case enametoolong "2: create: $E_NAMETOOLONG
 3: mkdir: $E_NAMETOOLONG

@@ -2006,6 +2006,126 @@ Test(inode_ops, small_files_inline_others_regular_symlinks_inline)
 	tlog_bdev_close(c.bdev);
 }
 
+/* @dir/@prefix1 -> @prefix2 -> ... -> @prefix@n -> @target: the inode of the first. */
+static u64 symlink_chain(struct ctx *c, struct tlog_inode *dir, const char *prefix, int n,
+			 const char *target)
+{
+	u64 first = 0;
+
+	for (int i = n; i >= 1; i--) {
+		char name[16], next[16];
+		struct tlog_inode *l;
+
+		snprintf(name, sizeof(name), "%s%d", prefix, i);
+		snprintf(next, sizeof(next), "%s%d", prefix, i + 1);
+		l = create(c, dir, name, S_IFLNK | 0777, i == n ? target : next);
+		first = l->ino;
+		tlog_iput(c->mnt, l);
+	}
+	return first;
+}
+
+/* tlog_open_path(@path, @flags) gives @err, or (0) inode @ino. */
+static void expect_open(struct ctx *c, const char *path, unsigned int flags, int err, u64 ino)
+{
+	struct tlog_inode *inode = NULL;
+	int ret = tlog_open_path(c->mnt, path, flags, &inode);
+
+	cr_assert_eq(ret, err, "open %s (flags %u): %d, not %d", path, flags, ret, err);
+	if (ret)
+		return;
+	cr_assert_eq(inode->ino, ino, "open %s (flags %u): inode %llu, not %llu", path, flags,
+		     (unsigned long long)inode->ino, (unsigned long long)ino);
+	tlog_iput(c->mnt, inode);
+}
+
+static void expect_parent(struct ctx *c, const char *path, int err, u64 dir_ino)
+{
+	struct tlog_inode *dir = NULL;
+	const char *name;
+	u16 len;
+	int ret = tlog_lookup_parent(c->mnt, path, &dir, &name, &len);
+
+	cr_assert_eq(ret, err, "parent of %s: %d, not %d", path, ret, err);
+	if (ret)
+		return;
+	cr_assert_eq(dir->ino, dir_ino, "parent of %s: %llu", path, (unsigned long long)dir->ino);
+	/* the last component is always @path's own */
+	cr_assert(name >= path && name + len <= path + strlen(path), "%s: name outside", path);
+	tlog_iput(c->mnt, dir);
+}
+
+/*
+ * One walk, one policy: the links in the middle of a path and the final
+ * ones share one budget of 40, as the kernel's nameidata counts them.
+ */
+Test(inode_ops, path_walk_one_budget_of_40_symlinks)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *d, *f;
+	struct tlog_inode *made;
+	u64 dino, fino, g1, loop;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	d = create(&c, root, "d", S_IFDIR | 0755, NULL);
+	f = create(&c, d, "f", S_IFREG | 0644, NULL);
+	dino = d->ino;
+	fino = f->ino;
+	symlink_chain(&c, root, "m", 20, "d");
+	symlink_chain(&c, root, "n", 40, "/d");
+	symlink_chain(&c, root, "o", 41, "d");
+	symlink_chain(&c, d, "f", 20, "f");
+	g1 = symlink_chain(&c, d, "g", 21, "f");
+	symlink_chain(&c, d, "up", 1, "../d/f");
+	loop = symlink_chain(&c, root, "loop", 1, "loop1");
+	symlink_chain(&c, root, "dang", 1, "d/new");
+	tlog_iput(c.mnt, f);
+	tlog_iput(c.mnt, d);
+	tlog_iput(c.mnt, root);
+
+	expect_open(&c, "/m1/f1", 0, 0, fino);			/* 20 + 20 */
+	expect_open(&c, "/m1/g1", 0, -ELOOP, 0);		/* 20 + 21 */
+	expect_open(&c, "/m1/g1", TLOG_OPEN_NOFOLLOW, 0, g1);	/* 20: the link itself */
+	expect_open(&c, "/m1/g1", TLOG_OPEN_CREATE, -ELOOP, 0);
+	expect_open(&c, "/n1/f", 0, 0, fino);			/* 40 in the middle, absolute last */
+	expect_open(&c, "/o1/f", 0, -ELOOP, 0);
+	expect_parent(&c, "/n1/f", 0, dino);
+	expect_parent(&c, "/o1/f", -ELOOP, 0);
+	expect_parent(&c, "/m1/g1", 0, dino);			/* the last is not followed */
+	expect_open(&c, "/loop1", 0, -ELOOP, 0);
+	expect_open(&c, "/loop1", TLOG_OPEN_NOFOLLOW, 0, loop);
+
+	/* a trailing slash follows and wants a directory; with O_CREAT it is EISDIR */
+	expect_open(&c, "/m1/", TLOG_OPEN_NOFOLLOW, 0, dino);
+	expect_open(&c, "/m1//", 0, 0, dino);
+	expect_open(&c, "/d/f1/", TLOG_OPEN_NOFOLLOW, -ENOTDIR, 0);
+	expect_open(&c, "/d/f/", 0, -ENOTDIR, 0);
+	expect_open(&c, "/d/f/", TLOG_OPEN_CREATE, -EISDIR, 0);
+	expect_open(&c, "/d/nothing/", TLOG_OPEN_CREATE, -EISDIR, 0);
+	expect_open(&c, "/dang1/", TLOG_OPEN_CREATE, -EISDIR, 0);
+
+	/* "..", relative targets from the link's directory, the top */
+	expect_open(&c, "/", 0, 0, ROOT_INO);
+	expect_open(&c, "/..", 0, 0, ROOT_INO);
+	expect_open(&c, "/d/..", 0, 0, ROOT_INO);
+	expect_open(&c, "/m1/..", 0, 0, ROOT_INO);
+	expect_open(&c, "/d/up1", 0, 0, fino);
+	expect_open(&c, "/d/f/..", 0, -ENOTDIR, 0);
+	expect_open(&c, "d/f", 0, -EINVAL, 0);
+
+	/* O_CREAT through a dangling link makes its target, once */
+	expect_open(&c, "/dang1", 0, -ENOENT, 0);
+	cr_assert_eq(tlog_open_path(c.mnt, "/dang1", TLOG_OPEN_CREATE, &made), 0);
+	cr_assert_eq(tlog_inode_mode(made), S_IFREG | 0644);
+	expect_open(&c, "/d/new", 0, 0, made->ino);
+	expect_open(&c, "/dang1", TLOG_OPEN_CREATE, 0, made->ino);
+	tlog_iput(c.mnt, made);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
 Test(inode_ops, refusals_change_nothing)
 {
 	struct ctx c = { .seed = 0 };
