@@ -199,6 +199,49 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 	return ret;
 }
 
+/* check_committed_ref: one inline EXTENT_DATA_REF naming the file, counting every reference. */
+static bool only_this_file_refs(const struct tlog_extent_item *ei, struct btrfs_root *root,
+				u64 ino, u64 offset)
+{
+	struct tlog_extent_ref ref;
+	u32 cur;
+
+	if (ei->size != ei->refs_start + btrfs_inline_ref_size(BTRFS_EXTENT_DATA_REF_KEY))
+		return false;
+	if (ei->generation <= btrfs_root_item_last_snapshot(&root->root_item))
+		return false;
+	cur = ei->refs_start;
+	if (btrfs_next_inline_ref(ei, &cur, &ref) != 0 || ref.type != BTRFS_EXTENT_DATA_REF_KEY)
+		return false;
+	return ei->refs == ref.count && ref.root == root->root_key.objectid &&
+	       ref.objectid == ino && ref.file_offset == offset;
+}
+
+int btrfs_data_extent_shared(struct tlog_fs *fs, struct btrfs_root *root, u64 ino, u64 offset,
+			     u64 bytenr, u64 len, bool *shared)
+{
+	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
+	struct tlog_extent_item ei;
+	struct btrfs_root *eroot;
+	struct btrfs_path path;
+	int ret = btrfs_read_root(fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
+
+	*shared = true;
+	if (ret)
+		return ret;
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(eroot, &key, &path);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "data extent %llu has no extent item",
+				 (unsigned long long)bytenr);
+	if (ret == 0 && btrfs_decode_extent_item(fs, path.nodes[0], path.slots[0], &key, &ei))
+		ret = -EUCLEAN;	/* the finding names it */
+	if (ret == 0)
+		*shared = !only_this_file_refs(&ei, root, ino, offset);
+	btrfs_release_path(&path);
+	return ret;
+}
+
 int btrfs_finish_data_free(struct tlog_trans *trans, u64 bytenr, u64 len)
 {
 	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };

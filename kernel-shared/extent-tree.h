@@ -41,6 +41,16 @@ int btrfs_claim_logged_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len
 
 /* The number of references the data extent at @bytenr has (its item's refs). */
 int btrfs_data_extent_refs(struct tlog_fs *fs, u64 bytenr, u64 len, u64 *refs);
+/*
+ * Whether anything but file @ino of @root, at data ref offset @offset
+ * (the file position of the extent's first byte), may reference the data
+ * extent at @bytenr (btrfs_cross_ref_exist, not strict): more than one
+ * back reference, a shared one, references counted elsewhere, or the
+ * extent as old as the root's last snapshot.  A write may go into the
+ * extent in place only when it is not shared.
+ */
+int btrfs_data_extent_shared(struct tlog_fs *fs, struct btrfs_root *root, u64 ino, u64 offset,
+			     u64 bytenr, u64 len, bool *shared);
 
 /* Free a data extent whose deferred free came due (see tlog_trans_defers_frees). */
 int btrfs_finish_data_free(struct tlog_trans *trans, u64 bytenr, u64 len);

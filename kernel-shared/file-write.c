@@ -501,28 +501,29 @@ static int nocow_range(struct tlog_mount *mnt, struct tlog_inode *inode,
 
 /*
  * Whether an existing extent can take the range's data in place
- * (can_nocow_file_extent): a preallocated one always; for a NODATACOW
- * file, an uncompressed regular extent nothing else references and no
- * snapshot can share (newer than the subvolume's last snapshot).
+ * (can_nocow_file_extent): a preallocated one, or for a NODATACOW file
+ * an uncompressed regular one, that no snapshot can share (newer than the
+ * subvolume's last snapshot) and nothing but this file at this position
+ * references - a clone of preallocated space makes the next write into
+ * it copy-on-write, as shared data must be.
  */
 static int can_nocow(struct tlog_mount *mnt, const struct tlog_inode *inode,
 		     const struct tlog_file_extent *e, bool *ret)
 {
-	u64 refs;
+	bool shared;
 	int err;
 
 	*ret = false;
-	if (e->type == BTRFS_FILE_EXTENT_PREALLOC && e->disk_bytenr) {
-		*ret = true;
+	if (e->type != BTRFS_FILE_EXTENT_PREALLOC &&
+	    (!(inode_flags(inode) & BTRFS_INODE_NODATACOW) || e->type != BTRFS_FILE_EXTENT_REG))
 		return 0;
-	}
-	if (!(inode_flags(inode) & BTRFS_INODE_NODATACOW) || e->type != BTRFS_FILE_EXTENT_REG ||
-	    !e->disk_bytenr || e->compression ||
+	if (!e->disk_bytenr || e->compression ||
 	    e->generation <= btrfs_root_item_last_snapshot(&inode->root->root_item))
 		return 0;
-	err = btrfs_data_extent_refs(mnt->fs, e->disk_bytenr, e->disk_num_bytes, &refs);
+	err = btrfs_data_extent_shared(mnt->fs, inode->root, inode->ino, e->start - e->offset,
+				       e->disk_bytenr, e->disk_num_bytes, &shared);
 	if (!err)
-		*ret = refs == 1;
+		*ret = !shared;
 	return err;
 }
 
