@@ -199,6 +199,23 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 	return ret;
 }
 
+/* The path at the extent item of the data extent (@bytenr, @len): it must have one. */
+static int find_data_extent_item(struct tlog_fs *fs, u64 bytenr, u64 len, struct btrfs_path *path)
+{
+	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
+	struct btrfs_root *eroot;
+	int ret = btrfs_read_root(fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
+
+	btrfs_init_path(path);
+	if (ret)
+		return ret;
+	ret = btrfs_search_slot(eroot, &key, path);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "data extent %llu has no extent item",
+				 (unsigned long long)bytenr);
+	return ret;
+}
+
 /* check_committed_ref: one inline EXTENT_DATA_REF naming the file, counting every reference. */
 static bool only_this_file_refs(const struct tlog_extent_item *ei, struct btrfs_root *root,
 				u64 ino, u64 offset)
@@ -222,18 +239,10 @@ int btrfs_data_extent_shared(struct tlog_fs *fs, struct btrfs_root *root, u64 in
 {
 	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
 	struct tlog_extent_item ei;
-	struct btrfs_root *eroot;
 	struct btrfs_path path;
-	int ret = btrfs_read_root(fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
+	int ret = find_data_extent_item(fs, bytenr, len, &path);
 
 	*shared = true;
-	if (ret)
-		return ret;
-	btrfs_init_path(&path);
-	ret = btrfs_search_slot(eroot, &key, &path);
-	if (ret > 0)
-		ret = tlog_error(-EUCLEAN, "data extent %llu has no extent item",
-				 (unsigned long long)bytenr);
 	if (ret == 0 && btrfs_decode_extent_item(fs, path.nodes[0], path.slots[0], &key, &ei))
 		ret = -EUCLEAN;	/* the finding names it */
 	if (ret == 0)
@@ -263,25 +272,4 @@ int btrfs_finish_data_free(struct tlog_trans *trans, u64 bytenr, u64 len)
 	/* referenced again: it stays */
 	btrfs_release_path(&path);
 	return ret < 0 ? ret : 0;
-}
-
-int btrfs_data_extent_refs(struct tlog_fs *fs, u64 bytenr, u64 len, u64 *refs)
-{
-	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
-	struct btrfs_root *eroot;
-	struct btrfs_path path;
-	int ret = btrfs_read_root(fs, BTRFS_EXTENT_TREE_OBJECTID, &eroot);
-
-	if (ret)
-		return ret;
-	btrfs_init_path(&path);
-	ret = btrfs_search_slot(eroot, &key, &path);
-	if (ret > 0)
-		ret = tlog_error(-EUCLEAN, "data extent %llu has no extent item",
-				 (unsigned long long)bytenr);
-	if (ret == 0 && !item_refs(&path, refs))
-		ret = tlog_error(-EUCLEAN, "extent item of %llu is cut short",
-				 (unsigned long long)bytenr);
-	btrfs_release_path(&path);
-	return ret;
 }

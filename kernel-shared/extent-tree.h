@@ -39,8 +39,6 @@ int btrfs_free_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 ro
 int btrfs_claim_logged_data_extent(struct tlog_trans *trans, u64 bytenr, u64 len, u64 root,
 				   u64 ino, u64 offset);
 
-/* The number of references the data extent at @bytenr has (its item's refs). */
-int btrfs_data_extent_refs(struct tlog_fs *fs, u64 bytenr, u64 len, u64 *refs);
 /*
  * Whether anything but file @ino of @root, at data ref offset @offset
  * (the file position of the extent's first byte), may reference the data

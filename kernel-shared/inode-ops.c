@@ -35,37 +35,43 @@ static int init_root_objectid(struct tlog_mount *mnt, struct btrfs_root *root);
 static int write_dirty_inode_items(struct tlog_mount *mnt);
 static int write_inode_item(struct tlog_mount *mnt, struct tlog_inode *inode);
 
-int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret)
+/* A mount of @fs with an empty inode cache of @hash_size buckets (a power of two). */
+static struct tlog_mount *mount_alloc(struct tlog_fs *fs, size_t hash_size)
 {
 	struct tlog_mount *mnt = calloc(1, sizeof(*mnt));
 
 	if (!mnt)
-		return -ENOMEM;
-	mnt->fs = fs;
-	mnt->hash_size = 1024;
-	mnt->hash = calloc(mnt->hash_size, sizeof(*mnt->hash));
+		return NULL;
+	mnt->hash = calloc(hash_size, sizeof(*mnt->hash));
 	if (!mnt->hash) {
 		free(mnt);
-		return -ENOMEM;
+		return NULL;
 	}
+	mnt->fs = fs;
+	mnt->hash_size = hash_size;
 	INIT_LIST_HEAD(&mnt->dirty_inodes);
 	mnt->max_inline = 2048;
+	return mnt;
+}
+
+int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret)
+{
+	struct tlog_mount *mnt = mount_alloc(fs, 1024);
+	struct btrfs_root *top;
+	int err;
+
+	if (!mnt)
+		return -ENOMEM;
 	tlog_mount_tick(mnt);
 	/* as the kernel's mount reads them: the counters start from what is there now */
-	{
-		struct btrfs_root *top;
-		int err = btrfs_read_root(fs, BTRFS_FS_TREE_OBJECTID, &top);
-
-		if (!err)
-			err = init_root_objectid(mnt, top);
-		if (!err)
-			err = init_root_objectid(mnt, fs->tree_root);
-		if (err) {
-			free(mnt->objectids);
-			free(mnt->hash);
-			free(mnt);
-			return err;
-		}
+	err = btrfs_read_root(fs, BTRFS_FS_TREE_OBJECTID, &top);
+	if (!err)
+		err = init_root_objectid(mnt, top);
+	if (!err)
+		err = init_root_objectid(mnt, fs->tree_root);
+	if (err) {
+		tlog_mount_close(mnt);
+		return err;
 	}
 	*ret = mnt;
 	return 0;
@@ -81,19 +87,11 @@ static void free_inode(struct tlog_inode *inode)
 
 int tlog_mount_attach(struct tlog_trans *trans, struct tlog_mount **ret)
 {
-	struct tlog_mount *mnt = calloc(1, sizeof(*mnt));
+	/* replay holds an inode for one change at a time: a small cache */
+	struct tlog_mount *mnt = mount_alloc(trans->fs, 64);
 
 	if (!mnt)
 		return -ENOMEM;
-	mnt->fs = trans->fs;
-	mnt->hash_size = 64;
-	mnt->hash = calloc(mnt->hash_size, sizeof(*mnt->hash));
-	if (!mnt->hash) {
-		free(mnt);
-		return -ENOMEM;
-	}
-	INIT_LIST_HEAD(&mnt->dirty_inodes);
-	mnt->max_inline = 2048;
 	mnt->trans = trans;
 	mnt->now = trans->now;
 	mnt->fixed_clock = true;
