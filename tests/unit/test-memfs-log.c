@@ -546,3 +546,109 @@ Test(memfs_log, fault_at_every_write_of_a_second_sync, .timeout = 300)
 {
 	sweep_sync(2);
 }
+
+/* ---- the B-tree helpers the logger uses ---- */
+
+#define T_TYPE	BTRFS_TEMPORARY_ITEM_KEY
+
+static void fill_tree(struct tlog_fs *fs, u64 from, u64 to, u64 step)
+{
+	struct tlog_trans *trans;
+	struct btrfs_root *root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
+
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	for (u64 i = from; i < to; i += step) {
+		struct btrfs_key k = { 100000 + i, T_TYPE, i };
+		u64 v = i;
+
+		cr_assert_eq(btrfs_insert_item(trans, root, &k, &v, sizeof(v)), 0);
+	}
+	cr_assert_eq(tlog_trans_commit(trans), 0, "%s", tlog_error_get());
+}
+
+Test(memfs_log, btree_helpers)
+{
+	struct tlog_bdev *bdev = memfs_make();
+	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
+	struct btrfs_root *root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
+	struct tlog_trans *trans;
+	struct btrfs_key keys[600], k;
+	const void *data[600];
+	u32 sizes[600];
+	u64 vals[600], n = 0, deleted = 0, seen;
+	struct btrfs_path path;
+	int ret;
+
+	/* even keys committed; odd ones go in as one sorted batch between them */
+	fill_tree(fs, 0, 1200, 2);
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	for (int i = 0; i < 600; i++) {
+		vals[i] = 2 * i + 1;
+		keys[i] = (struct btrfs_key){ 100000 + vals[i], T_TYPE, vals[i] };
+		data[i] = &vals[i];
+		sizes[i] = sizeof(u64);
+	}
+	cr_assert_eq(btrfs_insert_items(trans, root, keys, data, sizes, 600), 0, "%s",
+		     tlog_error_get());
+	cr_assert_eq(btrfs_insert_items(trans, root, keys + 5, data + 5, sizes + 5, 1), -EEXIST);
+	cr_assert_eq(btrfs_check_tree_structure(root, &n, NULL), 0, "%s", tlog_error_get());
+	/* only the changed leaves are seen since this transaction: here, all of them */
+	k = (struct btrfs_key){ 100000, T_TYPE, 0 };
+	seen = 0;
+	btrfs_init_path(&path);
+	while ((ret = btrfs_search_forward_since(root, &k, &path, trans->transid)) == 0) {
+		cr_assert_eq(k.offset, seen, "item %llu", (unsigned long long)seen);
+		seen++;
+		if (++k.offset == 0)
+			break;
+		k.objectid = 100000 + k.offset;
+	}
+	btrfs_release_path(&path);
+	cr_assert_eq(ret, 1);
+	cr_assert_eq(seen, 1200);
+	/* copy a leaf's run into another tree: the log */
+	{
+		struct btrfs_root *log;
+		u64 logged = 0;
+
+		cr_assert_eq(tlog_trans_log_tree(trans, root, &log), 0);
+		btrfs_init_path(&path);
+		k = (struct btrfs_key){ 100000 + 10, T_TYPE, 10 };
+		cr_assert_eq(btrfs_search_slot(root, &k, &path), 0);
+		ret = btrfs_header_nritems_eb(path.nodes[0]) - path.slots[0];
+		cr_assert_eq(btrfs_copy_items(trans, log, path.nodes[0], path.slots[0], ret), 0);
+		cr_assert_eq(btrfs_copy_items(trans, log, path.nodes[0], path.slots[0], 1), -EEXIST);
+		btrfs_release_path(&path);
+		cr_assert_eq(btrfs_check_tree_structure(log, &logged, NULL), 0);
+		cr_assert_eq(logged, (u64)ret);
+		cr_assert_eq(btrfs_delete_objectid_items(trans, log, 100000 + 10), 0);
+		cr_assert_eq(btrfs_check_tree_structure(log, &logged, NULL), 0);
+		cr_assert_eq(logged, (u64)ret - 1);
+	}
+	/* a range across many leaves goes */
+	{
+		struct btrfs_key min = { 100000 + 100, 0, 0 }, max = { 100000 + 899, (u8)-1, (u64)-1 };
+
+		cr_assert_eq(btrfs_delete_items_range(trans, root, &min, &max, &deleted), 0);
+		cr_assert_eq(deleted, 800);
+	}
+	cr_assert_eq(tlog_trans_commit(trans), 0, "%s", tlog_error_get());
+	cr_assert_eq(btrfs_check_tree_structure(root, &n, NULL), 0);
+	memfs_check_free_space_tree(fs);
+
+	/* one item changed in a new transaction: the old leaves are skipped */
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	k = (struct btrfs_key){ 100000 + 1000, T_TYPE, 1000 };
+	btrfs_init_path(&path);
+	cr_assert_eq(btrfs_search_slot_for_write(trans, root, &k, &path, 0), 0);
+	btrfs_release_path(&path);
+	k = (struct btrfs_key){ 0, 0, 0 };
+	cr_assert_eq(btrfs_search_forward_since(root, &k, &path, trans->transid), 0);
+	cr_assert_gt(k.objectid, 100000 + 899, "an unchanged leaf was visited: %llu",
+		     (unsigned long long)k.objectid);
+	cr_assert_leq(k.objectid, 100000 + 1000);
+	btrfs_release_path(&path);
+	tlog_trans_abort(trans);
+	tlog_close(fs);
+	tlog_bdev_close(bdev);
+}
