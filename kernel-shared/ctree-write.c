@@ -25,6 +25,7 @@
  * the promise (-EUCLEAN), and the committed state stays as it was.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctree.h"
@@ -124,6 +125,9 @@ static int new_block(struct tlog_trans *trans, struct btrfs_root *root, int leve
 	eb = btrfs_new_tree_block(fs, bytenr);
 	if (!eb)
 		return -ENOMEM;
+	/* a log block is written by the log sync, never by the commit */
+	if (root->root_key.objectid == BTRFS_TREE_LOG_OBJECTID)
+		btrfs_mark_log_buffer_dirty(fs, eb);
 	h = eb_header(eb);
 	memcpy(h->fsid, fs->header_fsid, BTRFS_FSID_SIZE);
 	memcpy(h->chunk_tree_uuid, fs->chunk_tree_uuid, BTRFS_UUID_SIZE);
@@ -698,6 +702,104 @@ int btrfs_insert_item(struct tlog_trans *trans, struct btrfs_root *root,
 	return ret;
 }
 
+/*
+ * The first key after @key in @root, if any (*@found), for a batch of
+ * new items to stop before.  1 when @key itself exists.
+ */
+static int next_existing_key(struct btrfs_root *root, const struct btrfs_key *key,
+			     struct btrfs_key *next, bool *found)
+{
+	struct btrfs_path path;
+	int ret;
+
+	*found = false;
+	btrfs_init_path(&path);
+	ret = btrfs_search_forward(root, key, &path);
+	if (ret == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], next, path.slots[0]);
+		*found = true;
+		ret = btrfs_comp_cpu_keys(next, key) == 0;
+	} else if (ret > 0) {
+		ret = 0;
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+int btrfs_insert_items(struct tlog_trans *trans, struct btrfs_root *root,
+		       const struct btrfs_key *keys, const void *const *data, const u32 *sizes,
+		       int nr)
+{
+	u32 room = leaf_data_size(trans->fs);
+	int i = 0;
+
+	while (i < nr) {
+		struct btrfs_key next;
+		struct btrfs_path path;
+		bool bounded;
+		u32 bytes = 0;
+		int n = 0, ret;
+
+		ret = next_existing_key(root, &keys[i], &next, &bounded);
+		if (ret)
+			return ret > 0 ? -EEXIST : ret;
+		/* the run: keys before the next existing one, as many as a leaf holds */
+		while (i + n < nr && (!bounded || btrfs_comp_cpu_keys(&keys[i + n], &next) < 0) &&
+		       bytes + sizes[i + n] + sizeof(struct btrfs_item) <= room) {
+			bytes += sizes[i + n] + sizeof(struct btrfs_item);
+			n++;
+		}
+		if (n == 0)
+			return tlog_error(bounded && btrfs_comp_cpu_keys(&keys[i], &next) >= 0 ?
+					  -EINVAL : -EOVERFLOW,
+					  "item %d to insert is out of order or larger than a leaf",
+					  i);
+		btrfs_init_path(&path);
+		ret = btrfs_insert_empty_items(trans, root, &path, keys + i, sizes + i, n);
+		if (ret == 0) {
+			for (int j = 0; j < n; j++)
+				if (data && data[i + j] && sizes[i + j])
+					memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0] + j),
+					       data[i + j], sizes[i + j]);
+		}
+		btrfs_release_path(&path);
+		if (ret)
+			return ret;
+		i += n;
+	}
+	return 0;
+}
+
+int btrfs_copy_items(struct tlog_trans *trans, struct btrfs_root *dst,
+		     const struct extent_buffer *src, int first_slot, int nr)
+{
+	struct btrfs_key *keys;
+	const void **data;
+	u32 *sizes;
+	int ret;
+
+	if (nr <= 0 || first_slot < 0 || (u32)(first_slot + nr) > nritems(src))
+		return -EINVAL;
+	keys = malloc(nr * sizeof(*keys));
+	data = malloc(nr * sizeof(*data));
+	sizes = malloc(nr * sizeof(*sizes));
+	if (!keys || !data || !sizes) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < nr; i++) {
+		btrfs_item_key_to_cpu(src, &keys[i], first_slot + i);
+		sizes[i] = btrfs_item_size(src, first_slot + i);
+		data[i] = btrfs_item_ptr(src, first_slot + i);
+	}
+	ret = btrfs_insert_items(trans, dst, keys, data, sizes, nr);
+out:
+	free(keys);
+	free(data);
+	free(sizes);
+	return ret;
+}
+
 /* ---- resizing items in place ---- */
 
 int btrfs_extend_item(struct tlog_trans *trans, struct btrfs_path *path, u32 size_diff)
@@ -968,4 +1070,63 @@ int btrfs_create_tree(struct tlog_trans *trans, struct btrfs_root *root)
 	root->generation = trans->transid;
 	free_extent_buffer(leaf);
 	return 0;
+}
+
+int btrfs_delete_items_range(struct tlog_trans *trans, struct btrfs_root *root,
+			     const struct btrfs_key *min, const struct btrfs_key *max,
+			     u64 *deleted)
+{
+	u64 count = 0;
+	int ret;
+
+	for (;;) {
+		struct btrfs_key key;
+		struct btrfs_path path;
+		struct extent_buffer *leaf;
+		int first, n = 0;
+
+		/* where the next item to delete is, read-only: it may be in the next leaf */
+		btrfs_init_path(&path);
+		ret = btrfs_search_forward(root, min, &path);
+		if (ret == 0)
+			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+		btrfs_release_path(&path);
+		if (ret || btrfs_comp_cpu_keys(&key, max) > 0)
+			break;
+		ret = btrfs_search_slot_for_write(trans, root, &key, &path, -1);
+		if (ret) {
+			btrfs_release_path(&path);
+			if (ret > 0)
+				ret = tlog_error(-EUCLEAN, "an item of tree %llu vanished",
+						 (unsigned long long)root->root_key.objectid);
+			break;
+		}
+		/* every item of the range in this leaf at once */
+		leaf = path.nodes[0];
+		first = path.slots[0];
+		while (first + n < (int)nritems(leaf)) {
+			struct btrfs_key k;
+
+			btrfs_item_key_to_cpu(leaf, &k, first + n);
+			if (btrfs_comp_cpu_keys(&k, max) > 0)
+				break;
+			n++;
+		}
+		ret = btrfs_del_items(trans, root, &path, first, n);
+		btrfs_release_path(&path);
+		if (ret)
+			break;
+		count += n;
+	}
+	if (deleted)
+		*deleted = count;
+	return ret < 0 ? ret : 0;
+}
+
+int btrfs_delete_objectid_items(struct tlog_trans *trans, struct btrfs_root *root,
+				u64 objectid)
+{
+	struct btrfs_key min = { objectid, 0, 0 }, max = { objectid, (u8)-1, (u64)-1 };
+
+	return btrfs_delete_items_range(trans, root, &min, &max, NULL);
 }

@@ -322,6 +322,78 @@ int btrfs_search_forward(struct btrfs_root *root, const struct btrfs_key *key,
 	return btrfs_next_item(root, path);
 }
 
+/*
+ * The key after the subtree at path->nodes[level]: the next pointer's key
+ * in the lowest ancestor that has one.  false at the end of the tree.
+ */
+static bool key_after_subtree(const struct btrfs_path *path, int level, struct btrfs_key *key)
+{
+	for (int l = level + 1; l < BTRFS_MAX_LEVEL && path->nodes[l]; l++) {
+		if (path->slots[l] + 1 < (int)btrfs_header_nritems_eb(path->nodes[l])) {
+			btrfs_node_key_to_cpu(path->nodes[l], key, path->slots[l] + 1);
+			return true;
+		}
+	}
+	return false;
+}
+
+int btrfs_search_forward_since(struct btrfs_root *root, struct btrfs_key *min_key,
+			       struct btrfs_path *path, u64 min_trans)
+{
+	for (;;) {
+		struct extent_buffer *eb;
+		struct btrfs_key next;
+		int ret, level, slot;
+		bool restart = false;
+
+		btrfs_release_path(path);
+		ret = read_root_block(root, &eb);
+		if (ret)
+			return ret;
+		if (btrfs_header_generation(eb_header(eb)) < min_trans) {
+			free_extent_buffer(eb);
+			return 1;
+		}
+		for (;;) {
+			level = btrfs_header_level_eb(eb);
+			path->nodes[level] = eb;
+			ret = bin_search_block(eb, min_key, &slot);
+			if (level == 0) {
+				path->slots[0] = slot;
+				if (slot < (int)btrfs_header_nritems_eb(eb)) {
+					btrfs_item_key_to_cpu(eb, min_key, slot);
+					return 0;
+				}
+				break;
+			}
+			if (ret && slot > 0)
+				slot--;
+			/* subtrees not changed since @min_trans hold nothing wanted */
+			while (slot < (int)btrfs_header_nritems_eb(eb) &&
+			       btrfs_node_ptr_generation(eb, slot) < min_trans)
+				slot++;
+			path->slots[level] = slot;
+			if (slot >= (int)btrfs_header_nritems_eb(eb))
+				break;
+			btrfs_node_key_to_cpu(eb, &next, slot);
+			if (btrfs_comp_cpu_keys(&next, min_key) > 0)
+				*min_key = next;
+			ret = read_child(root, eb, slot, &eb);
+			if (ret) {
+				btrfs_release_path(path);
+				return ret;
+			}
+		}
+		/* nothing here: go on after this block */
+		restart = key_after_subtree(path, level, &next);
+		if (!restart) {
+			btrfs_release_path(path);
+			return 1;
+		}
+		*min_key = next;
+	}
+}
+
 int btrfs_search_backwards(struct btrfs_root *root, const struct btrfs_key *key,
 			   struct btrfs_path *path)
 {

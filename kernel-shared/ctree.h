@@ -84,7 +84,14 @@ struct tlog_fs {
 	struct btrfs_root *chunk_root;
 	struct btrfs_root *log_root_tree;	/* NULL when there is no log */
 	struct btrfs_root *roots;		/* other roots read so far */
-	struct list_head dirty_blocks;		/* tree blocks to write at commit */
+	/*
+	 * Dirty blocks, each on exactly one of two lists: the running
+	 * transaction's (written by its commit) and the log's (blocks of log
+	 * trees and the log root tree, written by tlog_trans_sync_log()).  A
+	 * commit writes no log block, a log sync no transaction block.
+	 */
+	struct list_head dirty_blocks;
+	struct list_head log_dirty_blocks;
 	struct tlog_trans *overlay;		/* the log replayed in memory, if applied */
 	u64 data_cursor;			/* where data allocations go on, across transactions */
 };
@@ -219,6 +226,8 @@ struct extent_buffer *btrfs_new_tree_block(struct tlog_fs *fs, u64 bytenr);
 /* Dirty blocks stay in memory (the dirty list holds a reference) until written. */
 void btrfs_mark_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb);
 void btrfs_clear_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb);
+/* Dirty @eb as a block of the log (on fs->log_dirty_blocks, not fs->dirty_blocks). */
+void btrfs_mark_log_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb);
 /* Forget the block at @bytenr: it was freed and must never be read from the cache. */
 void btrfs_forget_tree_block(struct tlog_fs *fs, u64 bytenr);
 /*
@@ -275,6 +284,16 @@ int btrfs_prev_item(struct btrfs_root *root, struct btrfs_path *path);
  */
 int btrfs_search_forward(struct btrfs_root *root, const struct btrfs_key *key,
 			 struct btrfs_path *path);
+/*
+ * btrfs_search_forward() that skips every subtree not changed since
+ * transaction @min_trans (a node pointer's generation below it), as the
+ * kernel's btrfs_search_forward(min_trans) does for logging: the first
+ * item >= *@min_key in a leaf of generation >= @min_trans, its key stored
+ * in *@min_key.  0 on an item, 1 if there is none, or -errno.  (Items of
+ * a leaf that qualifies are all returned, old ones included.)
+ */
+int btrfs_search_forward_since(struct btrfs_root *root, struct btrfs_key *min_key,
+			       struct btrfs_path *path, u64 min_trans);
 /*
  * Find the last item <= @key with the same objectid and type as @key.
  * 0 if found, 1 if not, -errno.
@@ -342,6 +361,34 @@ int btrfs_insert_empty_items(struct tlog_trans *trans, struct btrfs_root *root,
 int btrfs_insert_item(struct tlog_trans *trans, struct btrfs_root *root,
 		      const struct btrfs_key *key, const void *data, u32 size);
 /*
+ * Insert @nr items with @keys (strictly increasing, none present), @sizes
+ * and @data (@data[i] NULL: zeroed), as few leaves at a time as they
+ * allow: every run of them that falls between two existing keys and fits
+ * in a leaf goes in with one search (setup_items_for_insert style).
+ * -EEXIST, with nothing of that run inserted, when a key exists.
+ */
+int btrfs_insert_items(struct tlog_trans *trans, struct btrfs_root *root,
+		       const struct btrfs_key *keys, const void *const *data, const u32 *sizes,
+		       int nr);
+/*
+ * Copy items [@first_slot, @first_slot + @nr) of leaf @src (of any tree;
+ * the caller holds a reference) into @dst in one go, keys and data as
+ * they are (the kernel's copy_items for the log).  -EEXIST when one of
+ * the keys is in @dst already.
+ */
+int btrfs_copy_items(struct tlog_trans *trans, struct btrfs_root *dst,
+		     const struct extent_buffer *src, int first_slot, int nr);
+/*
+ * Delete every item with @min <= key <= @max, a leaf's worth at a time;
+ * *@deleted (may be NULL) gets how many.  Nothing there is not an error.
+ */
+int btrfs_delete_items_range(struct tlog_trans *trans, struct btrfs_root *root,
+			     const struct btrfs_key *min, const struct btrfs_key *max,
+			     u64 *deleted);
+/* Delete every item of @objectid in @root (an inode's, evicted or logged anew). */
+int btrfs_delete_objectid_items(struct tlog_trans *trans, struct btrfs_root *root,
+				u64 objectid);
+/*
  * Delete @nr items from @slot of the leaf at path->nodes[0] (reached with
  * btrfs_search_slot_for_write).  The path must be released afterwards.
  */
@@ -364,6 +411,14 @@ int btrfs_cow_block(struct tlog_trans *trans, struct btrfs_root *root,
 int btrfs_create_tree(struct tlog_trans *trans, struct btrfs_root *root);
 
 /* ---- open / close (disk-io.c) ---- */
+
+/*
+ * Forget every log root of @fs: the log root tree and each log tree cached
+ * by btrfs_read_log_root() or made by tlog_trans_log_tree() (root-tree.c).
+ * Pointers to them are dangling afterwards.  The log's dirty blocks, if
+ * any, are the caller's (transaction.c drops them first).
+ */
+void btrfs_drop_log_roots(struct tlog_fs *fs);
 
 int tlog_open(const char *path, const struct tlog_open_opts *opts, struct tlog_fs **ret);
 /*

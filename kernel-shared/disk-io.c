@@ -32,6 +32,7 @@ int tlog_fs_create_memory(u32 nodesize, u32 sectorsize, u16 csum_type, struct tl
 	chunk_map_init(&fs->chunks);
 	INIT_LIST_HEAD(&fs->cache.lru);
 	INIT_LIST_HEAD(&fs->dirty_blocks);
+	INIT_LIST_HEAD(&fs->log_dirty_blocks);
 	fs->nodesize = nodesize;
 	fs->sectorsize = sectorsize;
 	fs->csum_type = csum_type;
@@ -161,6 +162,7 @@ int tlog_open_bdev(struct tlog_bdev *bdev, const struct tlog_open_opts *opts,
 	chunk_map_init(&fs->chunks);
 	INIT_LIST_HEAD(&fs->cache.lru);
 	INIT_LIST_HEAD(&fs->dirty_blocks);
+	INIT_LIST_HEAD(&fs->log_dirty_blocks);
 	fs->bdev = tlog_bdev_get(bdev);
 	if (opts->fault_mode) {
 		err = tlog_bdev_wrap_fault(fs->bdev, opts->fault_mode, opts->fault_nth, &fs->bdev);
@@ -228,6 +230,9 @@ void tlog_close(struct tlog_fs *fs)
 		tlog_trans_abort(fs->overlay);
 	while (!list_empty(&fs->dirty_blocks))
 		btrfs_clear_buffer_dirty(fs, list_first_entry(&fs->dirty_blocks,
+							      struct extent_buffer, dirty_list));
+	while (!list_empty(&fs->log_dirty_blocks))
+		btrfs_clear_buffer_dirty(fs, list_first_entry(&fs->log_dirty_blocks,
 							      struct extent_buffer, dirty_list));
 	free_root_list(fs->roots);
 	free(fs->tree_root);

@@ -358,6 +358,13 @@ void btrfs_mark_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb)
 	list_add_tail(&eb->dirty_list, &fs->dirty_blocks);
 }
 
+void btrfs_mark_log_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb)
+{
+	btrfs_mark_buffer_dirty(fs, eb);
+	list_del_init(&eb->dirty_list);
+	list_add_tail(&eb->dirty_list, &fs->log_dirty_blocks);
+}
+
 void btrfs_clear_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb)
 {
 	(void)fs;

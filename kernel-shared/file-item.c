@@ -58,14 +58,14 @@ int btrfs_write_data(struct tlog_trans *trans, u64 bytenr, const void *buf, size
 	return 0;
 }
 
-int btrfs_insert_csums(struct tlog_trans *trans, u64 bytenr, const u8 *csums, u64 sectors)
+/* Insert @sectors checksums for @bytenr into @root, in items as large as allowed. */
+static int insert_csums_in(struct tlog_trans *trans, struct btrfs_root *root, u64 bytenr,
+			   const u8 *csums, u64 sectors)
 {
 	struct tlog_fs *fs = trans->fs;
 	u32 ss = fs->sectorsize, per_item = max_csums_per_item(fs);
-	struct btrfs_root *root;
-	int err;
+	int err = 0;
 
-	err = csum_root(trans, &root);
 	for (u64 first = 0; !err && first < sectors; first += per_item) {
 		u64 n = sectors - first < per_item ? sectors - first : per_item;
 		struct btrfs_key key = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY,
@@ -75,6 +75,14 @@ int btrfs_insert_csums(struct tlog_trans *trans, u64 bytenr, const u8 *csums, u6
 					n * fs->csum_size);
 	}
 	return err;
+}
+
+int btrfs_insert_csums(struct tlog_trans *trans, u64 bytenr, const u8 *csums, u64 sectors)
+{
+	struct btrfs_root *root;
+	int err = csum_root(trans, &root);
+
+	return err ? err : insert_csums_in(trans, root, bytenr, csums, sectors);
 }
 
 int btrfs_insert_data_csums(struct tlog_trans *trans, u64 bytenr, const void *data, u64 len)
@@ -151,15 +159,78 @@ static int find_csum_item(struct btrfs_root *root, u64 pos, u64 end, struct btrf
 	return ret;
 }
 
+static int delete_csums_in(struct tlog_trans *trans, struct btrfs_root *root, u64 bytenr,
+			   u64 len);
+
 int btrfs_delete_data_csums(struct tlog_trans *trans, u64 bytenr, u64 len)
+{
+	struct btrfs_root *root;
+	int ret = csum_root(trans, &root);
+
+	return ret ? ret : delete_csums_in(trans, root, bytenr, len);
+}
+
+int btrfs_log_csums(struct tlog_trans *trans, struct btrfs_root *log, u64 start, u64 end,
+		    u64 *copied)
+{
+	struct tlog_fs *fs = trans->fs;
+	u32 ss = fs->sectorsize, cs = fs->csum_size;
+	struct btrfs_root *src;
+	u64 pos = start;
+	int ret;
+
+	*copied = 0;
+	ret = csum_root(trans, &src);
+	/* the log's own csums of the range go first: no overlapping items */
+	if (!ret)
+		ret = delete_csums_in(trans, log, start, end - start);
+	while (!ret && pos < end) {
+		struct tlog_csum_item found;
+		struct btrfs_key key;
+		struct btrfs_path path;
+		u64 from, to;
+		u8 *copy;
+
+		ret = find_csum_item(src, pos, end, &key, &found);
+		if (ret)
+			break;
+		from = found.start > pos ? found.start : pos;
+		to = found.end < end ? found.end : end;
+		if (from >= to) {
+			ret = tlog_error(-EUCLEAN, "csum item %llu is misaligned",
+					 (unsigned long long)key.offset);
+			break;
+		}
+		copy = malloc((to - from) / ss * cs);
+		if (!copy)
+			return -ENOMEM;
+		btrfs_init_path(&path);
+		ret = btrfs_search_slot(src, &key, &path);
+		if (ret == 0)
+			memcpy(copy, (const u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]) +
+				     (from - key.offset) / ss * cs, (to - from) / ss * cs);
+		else if (ret > 0)
+			ret = -EUCLEAN;
+		btrfs_release_path(&path);
+		if (!ret)
+			ret = insert_csums_in(trans, log, from, copy, (to - from) / ss);
+		free(copy);
+		if (!ret) {
+			*copied += to - from;
+			pos = to;
+		}
+	}
+	return ret > 0 ? 0 : ret;
+}
+
+static int delete_csums_in(struct tlog_trans *trans, struct btrfs_root *root, u64 bytenr,
+			   u64 len)
 {
 	struct tlog_fs *fs = trans->fs;
 	u32 ss = fs->sectorsize, cs = fs->csum_size;
 	u64 end = bytenr + len, pos = bytenr;
-	struct btrfs_root *root;
-	int ret;
+	int ret = 0;
 
-	ret = csum_root(trans, &root);
 	while (!ret && pos < end) {
 		struct tlog_csum_item found;
 		struct btrfs_key key;

@@ -19,6 +19,13 @@ int btrfs_insert_csums(struct tlog_trans *trans, u64 bytenr, const u8 *csums, u6
  */
 int btrfs_copy_csums(struct tlog_trans *trans, struct btrfs_root *src, u64 start, u64 end,
 		     u64 *copied);
+/*
+ * Log the data checksums of [start, end): the log tree @log's own for the
+ * range are replaced by what the csum tree holds (the kernel's log_csums).
+ * *@copied gets the bytes covered.
+ */
+int btrfs_log_csums(struct tlog_trans *trans, struct btrfs_root *log, u64 start, u64 end,
+		    u64 *copied);
 /* Remove the checksums of [bytenr, bytenr + len), splitting items that overlap. */
 int btrfs_delete_data_csums(struct tlog_trans *trans, u64 bytenr, u64 len);
 

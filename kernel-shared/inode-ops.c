@@ -1366,61 +1366,13 @@ int tlog_unlink(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 
 int tlog_evict_inode(struct tlog_mount *mnt, struct tlog_inode *inode)
 {
-	struct btrfs_key key = { inode->ino, 0, 0 };
 	u64 freed = 0;
 	int err;
 
 	/* the data first: extents give their references back */
 	err = btrfs_drop_file_extents(mnt->trans, inode->root, inode->ino, 0, (u64)-1, &freed);
-	while (!err) {
-		struct btrfs_path path;
-		int ret;
-
-		btrfs_init_path(&path);
-		key = (struct btrfs_key){ inode->ino, 0, 0 };
-		ret = btrfs_search_slot_for_write(mnt->trans, inode->root, &key, &path, -1);
-		if (ret >= 0 && path.slots[0] >= (int)btrfs_header_nritems_eb(path.nodes[0])) {
-			btrfs_release_path(&path);
-			ret = btrfs_search_forward(inode->root, &key, &path);
-			if (ret == 0) {
-				btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
-				btrfs_release_path(&path);
-				if (key.objectid != inode->ino)
-					break;
-				ret = btrfs_search_slot_for_write(mnt->trans, inode->root, &key,
-								  &path, -1);
-			} else {
-				btrfs_release_path(&path);
-				if (ret > 0)
-					break;
-			}
-		}
-		if (ret < 0) {
-			err = ret;
-			btrfs_release_path(&path);
-			break;
-		}
-		/* delete every item of the inode in this leaf at once */
-		{
-			struct extent_buffer *leaf = path.nodes[0];
-			int first = path.slots[0], n = 0, nr = btrfs_header_nritems_eb(leaf);
-
-			while (first + n < nr) {
-				struct btrfs_key k;
-
-				btrfs_item_key_to_cpu(leaf, &k, first + n);
-				if (k.objectid != inode->ino)
-					break;
-				n++;
-			}
-			if (n == 0) {
-				btrfs_release_path(&path);
-				break;
-			}
-			err = btrfs_del_items(mnt->trans, inode->root, &path, first, n);
-		}
-		btrfs_release_path(&path);
-	}
+	if (!err)
+		err = btrfs_delete_objectid_items(mnt->trans, inode->root, inode->ino);
 	if (err)
 		return err;
 	inode->evicted = true;

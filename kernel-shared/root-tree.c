@@ -136,6 +136,24 @@ int btrfs_read_log_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **re
 	return err;
 }
 
+void btrfs_drop_log_roots(struct tlog_fs *fs)
+{
+	struct btrfs_root **pp = &fs->roots;
+
+	while (*pp) {
+		struct btrfs_root *r = *pp;
+
+		if (r->root_key.objectid != BTRFS_TREE_LOG_OBJECTID) {
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		free(r);
+	}
+	free(fs->log_root_tree);
+	fs->log_root_tree = NULL;
+}
+
 int btrfs_new_root(struct tlog_fs *fs, const struct btrfs_key *key, struct btrfs_root **ret)
 {
 	struct btrfs_root *root;

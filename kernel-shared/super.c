@@ -229,13 +229,19 @@ int btrfs_load_super(struct tlog_bdev *bdev, int mirror,
  */
 int btrfs_write_supers(struct tlog_bdev *bdev, struct btrfs_super_block *sb)
 {
+	return btrfs_write_super_copies(bdev, sb, BTRFS_SUPER_MIRROR_MAX);
+}
+
+int btrfs_write_super_copies(struct tlog_bdev *bdev, struct btrfs_super_block *sb,
+			     int max_mirrors)
+{
 	u64 total = btrfs_dev_item_total_bytes(&sb->dev_item);
 	int err = 0;
 
 	if (total < BTRFS_SUPER_INFO_OFFSET + BTRFS_SUPER_INFO_SIZE)
 		return tlog_error(-EUCLEAN, "device size %llu leaves no room for the superblock",
 				  (unsigned long long)total);
-	for (int mirror = 0; mirror < BTRFS_SUPER_MIRROR_MAX; mirror++) {
+	for (int mirror = 0; mirror < BTRFS_SUPER_MIRROR_MAX && mirror < max_mirrors; mirror++) {
 		u64 off = btrfs_sb_offset(mirror);
 
 		if (off + BTRFS_SUPER_INFO_SIZE >= total && mirror > 0)

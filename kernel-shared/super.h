@@ -41,6 +41,13 @@ int btrfs_load_super(struct tlog_bdev *bdev, int mirror,
  * flushes around it.
  */
 int btrfs_write_supers(struct tlog_bdev *bdev, struct btrfs_super_block *sb);
+/*
+ * The same limited to the first @max_mirrors copies: a log sync writes
+ * the primary alone (the kernel's write_all_supers(fs_info, 1)), so the
+ * other copies keep log_root 0.
+ */
+int btrfs_write_super_copies(struct tlog_bdev *bdev, struct btrfs_super_block *sb,
+			     int max_mirrors);
 /* The same for fs->super, which keeps the bytenr of the copy it came from. */
 int btrfs_write_all_supers(struct tlog_fs *fs);
 

@@ -10,11 +10,29 @@
  * trees, which allocates and frees more blocks: commit runs the pending
  * records until a pass leaves nothing new, as the kernel runs its delayed
  * references.
+ *
+ * The log (tlog_trans_log_tree, tlog_trans_sync_log) lives beside the
+ * transaction, as the kernel's log trees live beside its running one:
+ *
+ *  - Its blocks come from metadata space free both in the committed state
+ *    and in this transaction, and never from a chunk made in it.  They get
+ *    no extent item, no free space tree change, no back reference, and are
+ *    never counted in a block group's used bytes.
+ *  - They are taken out of the transaction's free space for good: the
+ *    transaction's own trees never get one, and one COWed away after a
+ *    sync stays unusable until the commit (the synced log points at it).
+ *    Only a block that never reached the disk goes back at once.
+ *  - Log blocks are dirty on fs->log_dirty_blocks, written by the log sync
+ *    alone; the commit writes none of them and ends the log (log_root 0).
+ *  - A sync writes the superblock of the last commit with log_root set,
+ *    primary copy only: the committed state is never touched.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include "array.h"
 #include "backref.h"
@@ -28,6 +46,7 @@
 #include "root-tree.h"
 #include "transaction.h"
 #include "tree-checker.h"
+#include "tree-log.h"
 #include "volumes.h"
 
 struct block_rec {
@@ -55,6 +74,14 @@ struct trans_state {
 	size_t nr_deferred, cap_deferred;
 	bool allocating_chunk;		/* no new chunk while making one */
 	u64 system_reserve;		/* grow SYSTEM space below this */
+	/* ---- the log of this transaction ---- */
+	struct btrfs_root **logs;	/* log trees, in creation order */
+	size_t nr_logs, cap_logs;
+	bool own_log;			/* fs->log_root_tree is this transaction's */
+	bool log_synced;		/* the primary superblock points at our log */
+	struct rec_list log_unsynced;	/* log blocks allocated since the last sync */
+	struct btrfs_super_block committed_super;	/* as the last commit wrote it */
+	char full_commit[128];		/* why the log cannot be used ("": it can) */
 };
 
 /*
@@ -115,6 +142,13 @@ static int grow_space(struct trans_state *st, u64 type)
 	 * A chunk item goes into the chunk tree, in SYSTEM space: make sure
 	 * that has room first, as the kernel checks before each new chunk.
 	 */
+	/*
+	 * A log block in a chunk the committed chunk tree does not know would
+	 * be unreadable at mount: the kernel's btrfs_make_block_group forces a
+	 * full commit of the transaction that makes one.  Set before trying:
+	 * a failed attempt may have changed trees already.
+	 */
+	tlog_trans_set_needs_full_commit(&st->trans, "a chunk was allocated");
 	err = 0;
 	if (type != BTRFS_BLOCK_GROUP_SYSTEM &&
 	    btrfs_free_bytes(&st->bgs, BTRFS_BLOCK_GROUP_SYSTEM) < st->system_reserve)
@@ -151,6 +185,49 @@ static int alloc_space(struct trans_state *st, u64 type, u64 len, u64 align, u64
 	return err;
 }
 
+/* Log trees and the log root tree all carry the log's objectid. */
+static bool is_log_root(const struct btrfs_root *root)
+{
+	return root->root_key.objectid == BTRFS_TREE_LOG_OBJECTID;
+}
+
+/*
+ * A block for the log: free space of the metadata groups as they stand in
+ * this transaction (which is also free in the committed state: what the
+ * transaction freed stays pinned), never a new chunk, and never the
+ * reserve the commit itself needs.  The kernel falls back to a full
+ * commit when the log finds no space.
+ */
+static int log_alloc_block(struct trans_state *st, u64 *bytenr)
+{
+	struct tlog_fs *fs = st->trans.fs;
+	u64 type = space_type(fs, BTRFS_BLOCK_GROUP_METADATA);
+	struct block_rec rec = { 0, BTRFS_TREE_LOG_OBJECTID, 0 };
+	int err;
+
+	if (btrfs_free_bytes(&st->bgs, type) < METADATA_RESERVE(fs) + fs->nodesize) {
+		tlog_trans_set_needs_full_commit(&st->trans, "no metadata space for the log");
+		return tlog_error(-ENOSPC, "no metadata space left for the log");
+	}
+	err = btrfs_alloc_range(&st->bgs, type, fs->nodesize, fs->nodesize, bytenr);
+	if (err)
+		return err;
+	rec.bytenr = *bytenr;
+	return rec_push(&st->log_unsynced, &rec);
+}
+
+/*
+ * A log block left its tree: one that never reached the disk is free at
+ * once; one a sync wrote stays out of use until the commit, since the
+ * synced log (what a power cut leaves) may still point at it.
+ */
+static int log_free_block(struct trans_state *st, u64 bytenr)
+{
+	if (rec_take(&st->log_unsynced, bytenr))
+		return btrfs_free_range(&st->bgs, bytenr, st->trans.fs->nodesize);
+	return 0;
+}
+
 static int trans_alloc_block(struct tlog_trans *trans, struct btrfs_root *root, int level,
 			     u64 *bytenr)
 {
@@ -161,6 +238,8 @@ static int trans_alloc_block(struct tlog_trans *trans, struct btrfs_root *root, 
 	struct block_rec rec;
 	int err;
 
+	if (is_log_root(root))
+		return log_alloc_block(st, bytenr);
 	/*
 	 * Add space before it is short, not when nothing is left: making a
 	 * chunk changes trees itself (for a SYSTEM chunk, the chunk tree, which
@@ -186,8 +265,11 @@ static int trans_free_block(struct tlog_trans *trans, struct btrfs_root *root, u
 {
 	struct trans_state *st = state_of(trans);
 	struct block_rec rec = { bytenr, root->root_key.objectid, level };
-	int err = mark_root_dirty(st, root);
+	int err;
 
+	if (is_log_root(root))
+		return log_free_block(st, bytenr);
+	err = mark_root_dirty(st, root);
 	if (err)
 		return err;
 	/* never recorded anywhere: its space is simply free again */
@@ -196,10 +278,22 @@ static int trans_free_block(struct tlog_trans *trans, struct btrfs_root *root, u
 	return rec_push(&st->pending_free, &rec);
 }
 
+/* Log blocks have no references to sort out: they are in no extent item. */
+static int trans_cow_block(struct tlog_trans *trans, struct btrfs_root *root,
+			   const struct extent_buffer *buf, const struct extent_buffer *cow,
+			   bool *last_ref)
+{
+	if (is_log_root(root)) {
+		*last_ref = true;
+		return 0;
+	}
+	return btrfs_update_ref_for_cow(trans, root, buf, cow, last_ref);
+}
+
 static const struct tlog_trans_ops image_trans_ops = {
 	.alloc_tree_block = trans_alloc_block,
 	.free_tree_block = trans_free_block,
-	.cow_tree_block = btrfs_update_ref_for_cow,
+	.cow_tree_block = trans_cow_block,
 };
 
 static struct btrfs_timespec clock_now(void)
@@ -237,6 +331,7 @@ int tlog_trans_start_flags(struct tlog_fs *fs, unsigned int flags, struct tlog_t
 					 .now = clock_now(), .ops = &image_trans_ops };
 	st->system_reserve = 16ULL * fs->nodesize;
 	st->flags = flags;
+	st->committed_super = fs->super;
 	*ret = &st->trans;
 	return 0;
 }
@@ -285,6 +380,8 @@ int tlog_trans_run_deferred_frees(struct tlog_trans *trans)
 
 static void free_state(struct trans_state *st)
 {
+	free(st->logs);
+	free(st->log_unsynced.v);
 	free(st->deferred);
 	btrfs_free_block_groups(&st->bgs);
 	free(st->pending_new.v);
@@ -294,17 +391,53 @@ static void free_state(struct trans_state *st)
 	free(st);
 }
 
+/* Forget every block on @list: never written, their contents are lost. */
+static void forget_dirty(struct tlog_fs *fs, struct list_head *list)
+{
+	while (!list_empty(list)) {
+		struct extent_buffer *eb = list_first_entry(list, struct extent_buffer, dirty_list);
+
+		btrfs_forget_tree_block(fs, eb->start);
+	}
+}
+
+/*
+ * The transaction ends: its log goes too.  Unsynced log blocks are
+ * forgotten; the cached synced ones stay right.  When a sync wrote the
+ * log, the image now has it, exactly as after a power cut: @fs shows it
+ * as an open would (replay or discard it before the next transaction).
+ */
+static int end_own_log(struct trans_state *st, bool committed)
+{
+	struct tlog_fs *fs = st->trans.fs;
+	struct btrfs_root *lrt;
+
+	forget_dirty(fs, &fs->log_dirty_blocks);
+	if (!st->own_log)
+		return 0;
+	btrfs_drop_log_roots(fs);
+	st->own_log = false;
+	st->nr_logs = 0;
+	if (committed || !st->log_synced || !btrfs_super_block_log_root(&fs->super))
+		return 0;
+	lrt = calloc(1, sizeof(*lrt));
+	if (!lrt)
+		return -ENOMEM;
+	lrt->fs = fs;
+	lrt->root_key = (struct btrfs_key){ BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0 };
+	tlog_log_open(fs, lrt);
+	fs->log_root_tree = lrt;
+	return 0;
+}
+
 void tlog_trans_abort(struct tlog_trans *trans)
 {
 	struct tlog_fs *fs = trans->fs;
 
 	/* new blocks are forgotten; the cached copies of the old ones are still right */
-	while (!list_empty(&fs->dirty_blocks)) {
-		struct extent_buffer *eb = list_first_entry(&fs->dirty_blocks,
-							    struct extent_buffer, dirty_list);
-
-		btrfs_forget_tree_block(fs, eb->start);
-	}
+	forget_dirty(fs, &fs->dirty_blocks);
+	if (trans->ops == &image_trans_ops)
+		end_own_log(state_of(trans), false);
 	free_state(state_of(trans));
 }
 
@@ -821,9 +954,256 @@ int tlog_trans_commit(struct tlog_trans *trans)
 		btrfs_clear_buffer_dirty(fs, list_first_entry(&fs->dirty_blocks,
 							      struct extent_buffer, dirty_list));
 	fs->generation = trans->transid;
-	/* the log's blocks were pinned only against this transaction's allocations */
-	free(fs->log_root_tree);
-	fs->log_root_tree = NULL;
+	/*
+	 * The log ends with the transaction it belonged to (ours, or the one
+	 * a replay read): its blocks were kept only from this transaction's
+	 * allocations, and no root of it may stay cached.
+	 */
+	end_own_log(st, true);
+	btrfs_drop_log_roots(fs);
 	free_state(st);
+	return 0;
+}
+
+/* ---- the log ---- */
+
+void tlog_trans_set_needs_full_commit(struct tlog_trans *trans, const char *reason)
+{
+	struct trans_state *st;
+
+	if (trans->ops != &image_trans_ops)
+		return;
+	st = state_of(trans);
+	/* the first reason is the one that matters */
+	if (!st->full_commit[0])
+		snprintf(st->full_commit, sizeof(st->full_commit), "%s",
+			 reason && reason[0] ? reason : "full commit needed");
+}
+
+bool tlog_trans_needs_full_commit(struct tlog_trans *trans)
+{
+	return tlog_trans_full_commit_reason(trans) != NULL;
+}
+
+const char *tlog_trans_full_commit_reason(struct tlog_trans *trans)
+{
+	if (trans->ops != &image_trans_ops || !state_of(trans)->full_commit[0])
+		return NULL;
+	return state_of(trans)->full_commit;
+}
+
+struct btrfs_root *tlog_trans_find_log(struct tlog_trans *trans, u64 root_objectid)
+{
+	struct trans_state *st;
+
+	if (trans->ops != &image_trans_ops)
+		return NULL;
+	st = state_of(trans);
+	for (size_t i = 0; i < st->nr_logs; i++)
+		if (st->logs[i]->root_key.offset == root_objectid)
+			return st->logs[i];
+	return NULL;
+}
+
+size_t tlog_trans_nr_logs(struct tlog_trans *trans)
+{
+	return trans->ops == &image_trans_ops ? state_of(trans)->nr_logs : 0;
+}
+
+/* Why this transaction cannot have a log; NULL when it can. */
+static const char *no_log_reason(struct tlog_trans *trans)
+{
+	struct trans_state *st = state_of(trans);
+
+	if (trans->ops != &image_trans_ops)
+		return "the transaction is not on an image";
+	if (st->flags & (TLOG_TRANS_LOG_REPLAY | TLOG_TRANS_IN_MEMORY))
+		return "a replay or in-memory transaction has no log of its own";
+	if (trans->fs->log_root_tree && !st->own_log)
+		return "the image has a log from before";
+	return NULL;
+}
+
+/* The log root tree: no ROOT_ITEM describes it, the superblock points at it. */
+static int make_log_root_tree(struct trans_state *st)
+{
+	struct tlog_fs *fs = st->trans.fs;
+	struct btrfs_root *lrt = calloc(1, sizeof(*lrt));
+	int err;
+
+	if (!lrt)
+		return -ENOMEM;
+	lrt->fs = fs;
+	lrt->root_key = (struct btrfs_key){ BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY,
+					    BTRFS_TREE_LOG_OBJECTID };
+	err = btrfs_create_tree(&st->trans, lrt);
+	if (err) {
+		free(lrt);
+		return err;
+	}
+	fs->log_root_tree = lrt;
+	st->own_log = true;
+	return 0;
+}
+
+/*
+ * The root item a log tree gets in the log root tree, as the kernel fills
+ * it (btrfs_add_log_tree): all zero but a dummy directory inode and where
+ * the tree is; refs and bytes_used 0.
+ */
+static void init_log_root_item(struct tlog_fs *fs, struct btrfs_root_item *ri)
+{
+	struct btrfs_inode_item *ii = &ri->inode;
+
+	memset(ri, 0, sizeof(*ri));
+	btrfs_set_inode_item_generation(ii, 1);
+	btrfs_set_inode_item_size(ii, 3);
+	btrfs_set_inode_item_nlink(ii, 1);
+	btrfs_set_inode_item_nbytes(ii, fs->nodesize);
+	btrfs_set_inode_item_mode(ii, S_IFDIR | 0755);
+}
+
+int tlog_trans_log_tree(struct tlog_trans *trans, struct btrfs_root *root, struct btrfs_root **log)
+{
+	const char *why = no_log_reason(trans);
+	struct btrfs_key key = { BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY,
+				 root->root_key.objectid };
+	struct trans_state *st;
+	struct btrfs_root *lt;
+	int err;
+
+	if (why)
+		return tlog_error(-EINVAL, "no log tree: %s", why);
+	if (!btrfs_is_subvolume_id(root->root_key.objectid))
+		return tlog_error(-EINVAL, "tree %llu is not a subvolume: it has no log",
+				  (unsigned long long)root->root_key.objectid);
+	st = state_of(trans);
+	*log = tlog_trans_find_log(trans, root->root_key.objectid);
+	if (*log)
+		return 0;
+	if (st->full_commit[0])
+		return tlog_error(-EAGAIN, "no log tree: the transaction needs a full commit (%s)",
+				  st->full_commit);
+	if (array_reserve(st->logs, st->cap_logs, st->nr_logs + 1))
+		return -ENOMEM;
+	if (!trans->fs->log_root_tree) {
+		err = make_log_root_tree(st);
+		if (err)
+			return err;
+	}
+	err = btrfs_new_root(trans->fs, &key, &lt);
+	if (err)
+		return err;
+	init_log_root_item(trans->fs, &lt->root_item);
+	err = btrfs_create_tree(trans, lt);
+	if (err) {
+		/* an empty root in the cache would be found by btrfs_read_log_root */
+		struct btrfs_root **pp = &trans->fs->roots;
+
+		while (*pp != lt)
+			pp = &(*pp)->next;
+		*pp = lt->next;
+		free(lt);
+		return err;
+	}
+	st->logs[st->nr_logs++] = lt;
+	*log = lt;
+	return 0;
+}
+
+/* Insert or update @log's ROOT_ITEM in the log root tree (the kernel's update_log_root). */
+static int update_log_root_item(struct tlog_trans *trans, struct btrfs_root *log)
+{
+	struct btrfs_root *lrt = trans->fs->log_root_tree;
+	struct btrfs_root_item *ri = &log->root_item;
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_set_root_item_bytenr(ri, log->bytenr);
+	btrfs_set_root_item_level(ri, log->level);
+	btrfs_set_root_item_generation(ri, log->generation);
+	btrfs_set_root_item_generation_v2(ri, log->generation);
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, lrt, &log->root_key, &path, 0);
+	if (ret == 0) {
+		if (btrfs_item_size(path.nodes[0], path.slots[0]) != sizeof(*ri))
+			ret = tlog_error(-EUCLEAN, "log root item of subvolume %llu has the wrong size",
+					 (unsigned long long)log->root_key.offset);
+		else
+			memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0]), ri, sizeof(*ri));
+	}
+	btrfs_release_path(&path);
+	if (ret > 0)
+		ret = btrfs_insert_item(trans, lrt, &log->root_key, ri, sizeof(*ri));
+	return ret;
+}
+
+static int write_log_blocks(struct tlog_fs *fs)
+{
+	struct extent_buffer *eb;
+	int err;
+
+	list_for_each_eb(eb, &fs->log_dirty_blocks) {
+		err = write_tree_block(fs, eb);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Write the last commit's superblock, pointing at @lrt, to the primary copy. */
+static int write_log_super(struct trans_state *st, const struct btrfs_root *lrt)
+{
+	struct btrfs_super_block sb = st->committed_super;
+
+	btrfs_set_super_block_log_root(&sb, lrt->bytenr);
+	btrfs_set_super_block_log_root_level(&sb, lrt->level);
+	return btrfs_write_super_copies(st->trans.fs->bdev, &sb, 1);
+}
+
+int tlog_trans_sync_log(struct tlog_trans *trans)
+{
+	const char *why = no_log_reason(trans);
+	struct tlog_fs *fs = trans->fs;
+	struct trans_state *st;
+	int err = 0;
+
+	if (why)
+		return tlog_error(-EINVAL, "cannot sync the log: %s", why);
+	st = state_of(trans);
+	if (!st->nr_logs)
+		return 0;
+	if (st->full_commit[0])
+		return tlog_error(-EAGAIN, "cannot sync the log: the transaction needs a full commit (%s)",
+				  st->full_commit);
+	for (size_t i = 0; !err && i < st->nr_logs; i++)
+		err = update_log_root_item(trans, st->logs[i]);
+	/* the blocks first, then the superblock that makes them the log */
+	if (!err)
+		err = write_log_blocks(fs);
+	if (!err)
+		err = tlog_bdev_flush(fs->bdev);
+	if (!err)
+		err = write_log_super(st, fs->log_root_tree);
+	if (!err)
+		err = tlog_bdev_flush(fs->bdev);
+	if (err) {
+		/*
+		 * What is on disk is the last synced log, none, or (a flush
+		 * failed after the superblock went out) this one: commit
+		 * instead, and keep every block of it until then.
+		 */
+		tlog_trans_set_needs_full_commit(trans, "writing the log failed");
+		st->log_unsynced.nr = 0;
+		return err;
+	}
+	/* on disk now: later changes copy these blocks, which stay until the commit */
+	while (!list_empty(&fs->log_dirty_blocks))
+		btrfs_clear_buffer_dirty(fs, list_first_entry(&fs->log_dirty_blocks,
+							      struct extent_buffer, dirty_list));
+	st->log_unsynced.nr = 0;
+	st->log_synced = true;
+	btrfs_set_super_block_log_root(&fs->super, fs->log_root_tree->bytenr);
+	btrfs_set_super_block_log_root_level(&fs->super, fs->log_root_tree->level);
 	return 0;
 }

@@ -71,9 +71,15 @@ int tlog_trans_pin(struct tlog_trans *trans, u64 bytenr, u64 len);
  * update block group and root items until nothing changes, write every
  * new block (all copies), flush, then the superblocks, flush.  Until the
  * primary superblock is written the image still shows the old state.
+ * The superblocks have log_root 0: the log ends (its blocks, written or
+ * not, are free space in the next transaction, and no log root stays
+ * cached, neither ours nor one a replay read).
  */
 int tlog_trans_commit(struct tlog_trans *trans);
-/* Drop a transaction without writing anything. */
+/*
+ * Drop a transaction without writing anything.  Its log goes too; a log a
+ * sync wrote stays on the image, and @fs then shows it as an open would.
+ */
 void tlog_trans_abort(struct tlog_trans *trans);
 /*
  * SYSTEM space is grown when less than @bytes are free (default 16 tree
@@ -115,5 +121,45 @@ int tlog_trans_claim_space(struct tlog_trans *trans, u64 bytenr, u64 len);
 bool tlog_trans_defers_frees(struct tlog_trans *trans);
 int tlog_trans_defer_data_free(struct tlog_trans *trans, u64 bytenr, u64 len);
 int tlog_trans_run_deferred_frees(struct tlog_trans *trans);
+
+/* ---- the log of the running transaction (fsync) ---- */
+
+/*
+ * The log tree of subvolume @root in this transaction, created empty on
+ * first use (the kernel's start_log_trans / btrfs_add_log_tree), and with
+ * the first one the log root tree (fs->log_root_tree).  Log trees are
+ * cached roots keyed (TREE_LOG_OBJECTID, ROOT_ITEM, subvolume id), so
+ * btrfs_read_log_root() finds them too.  Their blocks are changed with
+ * the usual B-tree calls and @trans: see transaction.c for where they
+ * come from and go.  -EAGAIN when the transaction needs a full commit;
+ * -EINVAL in a replay or in-memory transaction, or for a tree that is
+ * not a subvolume.
+ */
+int tlog_trans_log_tree(struct tlog_trans *trans, struct btrfs_root *root,
+			struct btrfs_root **log);
+/* The log tree of subvolume @root_objectid in this transaction, NULL when none. */
+struct btrfs_root *tlog_trans_find_log(struct tlog_trans *trans, u64 root_objectid);
+/* How many log trees this transaction has. */
+size_t tlog_trans_nr_logs(struct tlog_trans *trans);
+/*
+ * btrfs_sync_log: each log tree's ROOT_ITEM into the log root tree, every
+ * dirty log block written (checksummed, all copies), flush, the last
+ * committed superblock with log_root / log_root_level written to the
+ * primary copy only, flush.  Nothing of the committed state changes.  The
+ * written blocks are clean afterwards: changing the log again copies them,
+ * so a power cut before the next sync finds this one's log.  0 without
+ * a log; -EAGAIN (nothing written) when the transaction needs a full
+ * commit.  A failed sync sets that: commit instead.
+ */
+int tlog_trans_sync_log(struct tlog_trans *trans);
+/*
+ * The log can no longer be used in this transaction (btrfs_set_log_full_commit):
+ * fsync must commit.  Set by the transaction itself whenever a chunk is
+ * allocated in it, a log block finds no space, or a log sync fails.  The
+ * first @reason is kept; the getter returns NULL when not set.
+ */
+void tlog_trans_set_needs_full_commit(struct tlog_trans *trans, const char *reason);
+bool tlog_trans_needs_full_commit(struct tlog_trans *trans);
+const char *tlog_trans_full_commit_reason(struct tlog_trans *trans);
 
 #endif

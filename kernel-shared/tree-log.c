@@ -383,5 +383,8 @@ int btrfs_discard_log(struct tlog_fs *fs)
 		err = btrfs_write_all_supers(fs);
 	if (!err)
 		err = tlog_bdev_flush(fs->bdev);
+	/* the image has no log now: nothing of it may stay cached */
+	if (!err)
+		btrfs_drop_log_roots(fs);
 	return err;
 }
