@@ -24,6 +24,7 @@
 #include "inode-ops.h"
 #include "inode.h"
 #include "root-tree.h"
+#include "tree-log-write.h"
 
 /* A directory holding no names has i_size 0 (each name counts twice its length). */
 #define BTRFS_EMPTY_DIR_SIZE	0
@@ -127,6 +128,9 @@ void tlog_mount_close(struct tlog_mount *mnt)
 		}
 	}
 	free(mnt->hash);
+	for (u64 i = 0; i < mnt->stats.full_commits; i++)
+		free(mnt->stats.full_commit_reasons[i]);
+	free(mnt->stats.full_commit_reasons);
 	free(mnt);
 }
 
@@ -363,6 +367,8 @@ void tlog_inode_mark_dirty(struct tlog_mount *mnt, struct tlog_inode *inode)
 	inode->item_dirty = true;
 	if (mnt->trans)
 		inode->last_trans = mnt->trans->transid;
+	/* btrfs_set_inode_last_sub_trans: a logged inode is no longer all in the log */
+	inode->last_sub_trans = mnt->log_transid;
 	if (list_empty(&inode->dirty_list))
 		list_add_tail(&inode->dirty_list, &mnt->dirty_inodes);
 }
@@ -475,11 +481,7 @@ int tlog_sync_root(struct tlog_mount *mnt, struct btrfs_root *root)
 
 int tlog_fsync(struct tlog_mount *mnt, struct tlog_inode *inode, bool datasync)
 {
-	int err;
-
-	(void)datasync;
-	err = tlog_writeback_inode(mnt, inode);
-	return err ? err : tlog_commit(mnt);
+	return btrfs_sync_file(mnt, inode, datasync);
 }
 
 /* ---- small policies shared by the operations ---- */
@@ -934,8 +936,11 @@ int tlog_add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_in
 	struct btrfs_key loc = { inode->ino, BTRFS_INODE_ITEM_KEY, 0 };
 	int err = 0;
 
-	if (backref)
+	if (backref) {
+		/* a new name of an inode already logged (btrfs_log_new_name) */
+		btrfs_log_name_changed(mnt, NULL, inode);
 		err = add_backref(mnt, inode, dir, name, len, index);
+	}
 	if (!err)
 		err = btrfs_add_dir_entries(mnt->trans, dir->root, dir->ino, name, len, &loc,
 					    btrfs_mode_to_ftype(tlog_inode_mode(inode)), index);
@@ -967,6 +972,9 @@ static int remove_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tl
 		return err;
 	tlog_dir_changed(mnt, dir, -2 * (s64)len);
 	dir->last_unlink_trans = mnt->trans->transid;
+	/* btrfs_record_unlink_dir: its next fsync must look at its parents */
+	inode->last_unlink_trans = mnt->trans->transid;
+	btrfs_log_name_changed(mnt, dir, inode);
 	if (index)
 		*index = idx;
 	return 0;
@@ -1161,6 +1169,11 @@ int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	if (err)
 		return err;
 	inode->last_trans = mnt->trans->transid;
+	/*
+	 * Its number may be one an inode logged and removed in this
+	 * transaction had: the first fsync logs it in full, replacing all.
+	 */
+	inode->full_sync = true;
 	if (S_ISLNK(mode))
 		err = insert_symlink_target(mnt, inode, target, (u32)target_len);
 	if (!err)
