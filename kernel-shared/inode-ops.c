@@ -1822,6 +1822,16 @@ static int insert_xattr(struct tlog_mount *mnt, struct tlog_inode *inode, const 
 	return err;
 }
 
+/*
+ * An xattr came, changed or went: ctime, and the next fsync copies all of
+ * the inode's items up to its xattrs (BTRFS_INODE_COPY_EVERYTHING).
+ */
+static void xattr_changed(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	inode->needs_full_log = true;
+	touch_ctime(mnt, inode);
+}
+
 int tlog_setxattr(struct tlog_mount *mnt, struct tlog_inode *inode, const char *name,
 		  const void *value, size_t size, unsigned int flags)
 {
@@ -1874,7 +1884,7 @@ int tlog_setxattr(struct tlog_mount *mnt, struct tlog_inode *inode, const char *
 		apply_compression_prop(inode, value, size);
 	}
 	if (!err)
-		touch_ctime(mnt, inode);
+		xattr_changed(mnt, inode);
 	return err;
 }
 
@@ -1900,7 +1910,7 @@ int tlog_removexattr(struct tlog_mount *mnt, struct tlog_inode *inode, const cha
 		apply_compression_prop(inode, "", 0);
 	}
 	if (!err)
-		touch_ctime(mnt, inode);
+		xattr_changed(mnt, inode);
 	return err;
 }
 
