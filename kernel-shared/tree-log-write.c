@@ -698,6 +698,31 @@ static int log_new_ancestors(struct log_ctx *ctx, struct btrfs_root *root, u64 d
 }
 
 /*
+ * A new inode's name in @dir may be the committed name of another inode
+ * that lost it in this transaction (mv a b; create a): replay would take
+ * the name from that inode and leave it with none.  The kernel logs that
+ * other inode too (log_conflicting_inodes), not done here yet: a name
+ * removed from @dir in this transaction commits instead.
+ */
+static int check_name_conflicts(struct log_ctx *ctx, const struct tlog_inode *inode, u64 dir)
+{
+	struct tlog_inode *parent;
+	bool unlinked;
+	int ret;
+
+	if (inode->generation < ctx->trans->transid)
+		return 0;
+	ret = tlog_iget(ctx->mnt, inode->root, dir, &parent);
+	if (ret)
+		return ret;
+	unlinked = parent->last_unlink_trans >= ctx->trans->transid;
+	tlog_iput(ctx->mnt, parent);
+	if (unlinked)
+		return force_commit(ctx, NOT_LOGGED_YET "a new name where a name went (conflicting inodes)");
+	return 0;
+}
+
+/*
  * log_all_new_ancestors: for each name of the new inode, its directory
  * and theirs.  Names in INODE_EXTREF items the kernel leaves to a commit.
  */
@@ -728,8 +753,11 @@ static int log_all_new_ancestors(struct log_ctx *ctx, struct tlog_inode *inode)
 	if (!ret && iter.ret < 0)
 		ret = iter.ret;
 	btrfs_tree_iter_end(&iter);
-	for (size_t i = 0; !ret && i < nr; i++)
-		ret = log_new_ancestors(ctx, inode->root, parents[i]);
+	for (size_t i = 0; !ret && i < nr; i++) {
+		ret = check_name_conflicts(ctx, inode, parents[i]);
+		if (!ret)
+			ret = log_new_ancestors(ctx, inode->root, parents[i]);
+	}
 	free(parents);
 	return ret;
 }
