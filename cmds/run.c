@@ -42,16 +42,22 @@ static const char * const run_usage[] = {
 	"the same inode numbers, directory order, extents and errors.  The whole",
 	"script is parsed first; a syntax error changes nothing (exit 2).  An",
 	"operation the system call would refuse is reported as",
-	"SCRIPT:LINE: OP: REASON and the script goes on.  sync, fsync and",
-	"fdatasync commit.  Without --commit the image is left as a power cut",
-	"after the last operation would leave it: its last committed state.",
+	"SCRIPT:LINE: OP: REASON and the script goes on.  sync commits; fsync",
+	"and fdatasync log the file in the fsync log as the kernel does (or",
+	"commit where the kernel would, or where logging is not done yet).",
+	"Without --commit the image is left as a power cut after the last",
+	"operation would leave it: its last commit and its synced log, which",
+	"the kernel's mount replays.",
 	"",
 	"--commit            end as a clean unmount would: write back and commit",
 	"--strict            stop at the first refused operation (exit 1)",
 	"-o OPTIONS          mount options that change what is written:",
 	"                    compress[=ALGO[:LEVEL]], compress-force=ALGO[:LEVEL],",
 	"                    max_inline=BYTES (ALGO zlib, lzo or zstd)",
-	"--stats             report what was done (with --format json, as JSON)",
+	"--stats             report what was done, fsync logging included: inodes",
+	"                    logged, items copied, deletion searches, log syncs",
+	"                    and blocks, full commits and their reasons",
+	"                    (with --format json, as JSON)",
 	"--format json       report as JSON (with --stats)",
 	NULL
 };
@@ -447,7 +453,7 @@ static int print_stats(const struct run_ctx *rc, const char *image, enum output_
 	const struct tlog_mount_stats *st = &rc->mnt->stats;
 
 	if (format == OUTPUT_JSON) {
-		json_object *o = json_object_new_object();
+		json_object *o = json_object_new_object(), *reasons;
 
 		json_add_str(o, "image", image);
 		json_add_u64(o, "operations", rc->script->nr);
@@ -459,6 +465,17 @@ static int print_stats(const struct run_ctx *rc, const char *image, enum output_
 		json_add_u64(o, "data_extents", st->extents_written);
 		json_add_u64(o, "data_bytes", st->data_bytes_written);
 		json_add_u64(o, "blocks_written", writes);
+		json_add_u64(o, "inodes_logged", st->inodes_logged);
+		json_add_u64(o, "items_copied", st->items_copied);
+		json_add_u64(o, "deletion_searches", st->deletion_searches);
+		json_add_u64(o, "log_syncs", st->log_syncs);
+		json_add_u64(o, "log_blocks_written", st->log_blocks_written);
+		json_add_u64(o, "full_commits", st->full_commits);
+		reasons = json_object_new_array();
+		for (u64 i = 0; i < st->full_commits; i++)
+			json_object_array_add(reasons,
+					      json_object_new_string(st->full_commit_reasons[i]));
+		json_object_object_add(o, "full_commit_reasons", reasons);
 		return output_json(o);
 	}
 	printf("operations: %zu (%" PRIu64 " done, %" PRIu64 " refused)\n", rc->script->nr,
@@ -468,6 +485,14 @@ static int print_stats(const struct run_ctx *rc, const char *image, enum output_
 	printf("data extents: %" PRIu64 " (%" PRIu64 " bytes)\n", st->extents_written,
 	       st->data_bytes_written);
 	printf("device writes: %" PRIu64 "\n", writes);
+	printf("inodes logged: %" PRIu64 "\n", st->inodes_logged);
+	printf("items copied into the log: %" PRIu64 "\n", st->items_copied);
+	printf("deletion searches in the log: %" PRIu64 "\n", st->deletion_searches);
+	printf("log syncs: %" PRIu64 " (%" PRIu64 " log blocks written)\n", st->log_syncs,
+	       st->log_blocks_written);
+	printf("fsync full commits: %" PRIu64 "\n", st->full_commits);
+	for (u64 i = 0; i < st->full_commits; i++)
+		printf("  full commit: %s\n", st->full_commit_reasons[i]);
 	return 0;
 }
 

@@ -123,6 +123,12 @@ static int cut_item_tail(struct tlog_trans *trans, struct btrfs_root *root,
 	return ret;
 }
 
+/* Log trees hold no references of their own (the kernel's non-shareable roots). */
+static bool updates_refs(const struct btrfs_root *root)
+{
+	return root->root_key.objectid != BTRFS_TREE_LOG_OBJECTID;
+}
+
 static u64 ref_offset(const struct found_extent *fe)
 {
 	return fe->key.offset - fe->ext.offset;
@@ -133,7 +139,7 @@ static int drop_whole_item(struct tlog_trans *trans, struct btrfs_root *root,
 {
 	int ret = btrfs_delete_item(trans, root, &fe->key);
 
-	if (ret || !has_extent(fe))
+	if (ret || !has_extent(fe) || !updates_refs(root))
 		return ret;
 	return btrfs_free_data_extent(trans, fe->ext.disk_bytenr, fe->ext.disk_num_bytes,
 				      root->root_key.objectid, fe->key.objectid, ref_offset(fe));
@@ -153,7 +159,7 @@ static int split_around(struct tlog_trans *trans, struct btrfs_root *root,
 	key.offset = end;
 	if (!ret)
 		ret = btrfs_insert_item(trans, root, &key, &tail, sizeof(tail));
-	if (ret || !has_extent(fe))
+	if (ret || !has_extent(fe) || !updates_refs(root))
 		return ret;
 	return btrfs_add_data_ref(trans, fe->ext.disk_bytenr, fe->ext.disk_num_bytes,
 				  root->root_key.objectid, fe->key.objectid, ref_offset(fe));

@@ -860,10 +860,7 @@ int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 		if (!err)
 			err = advance_disk_i_size(mnt, inode);
 		if (!err) {
-			if (array_reserve(inode->modified, inode->alloc_modified,
-					  inode->nr_modified + 1) == 0)
-				inode->modified[inode->nr_modified++] =
-					(struct tlog_dirty_run){ s, e, 0, NULL };
+			tlog_inode_record_modified(inode, s, e, false);
 			tlog_inode_mark_dirty(mnt, inode);
 		}
 	}
@@ -885,8 +882,12 @@ static int cont_expand(struct tlog_mount *mnt, struct tlog_inode *inode, u64 old
 	int err;
 
 	err = truncate_block(mnt, inode, old, 0);
-	if (err || no_holes(mnt) || block_end <= hole_start)
+	if (err || block_end <= hole_start)
 		return err;
+	/* the hole's extent map is new, with or without items for it */
+	tlog_inode_record_modified(inode, hole_start, block_end, true);
+	if (no_holes(mnt))
+		return 0;
 	err = collect_extents(mnt, inode, hole_start, block_end, &v, &nr);
 	if (err)
 		return err;
@@ -907,6 +908,20 @@ static int cont_expand(struct tlog_mount *mnt, struct tlog_inode *inode, u64 old
 	}
 	free(v);
 	return err;
+}
+
+void tlog_inode_record_modified(struct tlog_inode *inode, u64 start, u64 end, bool hole)
+{
+	/*
+	 * Without memory for the record the next fsync cannot know what
+	 * changed: it logs every extent (the kernel's answer to a failed
+	 * extent map allocation).
+	 */
+	if (array_reserve(inode->modified, inode->alloc_modified, inode->nr_modified + 1)) {
+		inode->full_sync = true;
+		return;
+	}
+	inode->modified[inode->nr_modified++] = (struct tlog_dirty_run){ start, end, hole, NULL };
 }
 
 /* A write, truncate or fallocate changed the data: mtime, ctime, i_version. */

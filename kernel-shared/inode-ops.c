@@ -25,6 +25,7 @@
 #include "inode-ops.h"
 #include "inode.h"
 #include "root-tree.h"
+#include "tree-log-write.h"
 
 /* A directory holding no names has i_size 0 (each name counts twice its length). */
 #define BTRFS_EMPTY_DIR_SIZE	0
@@ -128,6 +129,9 @@ void tlog_mount_close(struct tlog_mount *mnt)
 	}
 	free(mnt->objectids);
 	free(mnt->hash);
+	for (u64 i = 0; i < mnt->stats.full_commits; i++)
+		free(mnt->stats.full_commit_reasons[i]);
+	free(mnt->stats.full_commit_reasons);
 	free(mnt);
 }
 
@@ -364,6 +368,8 @@ void tlog_inode_mark_dirty(struct tlog_mount *mnt, struct tlog_inode *inode)
 	inode->item_dirty = true;
 	if (mnt->trans)
 		inode->last_trans = mnt->trans->transid;
+	/* btrfs_set_inode_last_sub_trans: a logged inode is no longer all in the log */
+	inode->last_sub_trans = mnt->log_transid;
 	if (list_empty(&inode->dirty_list))
 		list_add_tail(&inode->dirty_list, &mnt->dirty_inodes);
 }
@@ -476,11 +482,7 @@ int tlog_sync_root(struct tlog_mount *mnt, struct btrfs_root *root)
 
 int tlog_fsync(struct tlog_mount *mnt, struct tlog_inode *inode, bool datasync)
 {
-	int err;
-
-	(void)datasync;
-	err = tlog_writeback_inode(mnt, inode);
-	return err ? err : tlog_commit(mnt);
+	return btrfs_sync_file(mnt, inode, datasync);
 }
 
 /* ---- small policies shared by the operations ---- */
@@ -1042,8 +1044,11 @@ int tlog_add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_in
 	struct btrfs_key loc = { inode->ino, BTRFS_INODE_ITEM_KEY, 0 };
 	int err = 0;
 
-	if (backref)
+	if (backref) {
+		/* a new name of an inode already logged (btrfs_log_new_name) */
+		btrfs_log_name_changed(mnt, NULL, inode);
 		err = add_backref(mnt, inode, dir, name, len, index);
+	}
 	if (!err)
 		err = btrfs_add_dir_entries(mnt->trans, dir->root, dir->ino, name, len, &loc,
 					    btrfs_mode_to_ftype(tlog_inode_mode(inode)), index);
@@ -1075,6 +1080,9 @@ static int remove_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tl
 		return err;
 	tlog_dir_changed(mnt, dir, -2 * (s64)len);
 	dir->last_unlink_trans = mnt->trans->transid;
+	/* btrfs_record_unlink_dir: its next fsync must look at its parents */
+	inode->last_unlink_trans = mnt->trans->transid;
+	btrfs_log_name_changed(mnt, dir, inode);
 	if (index)
 		*index = idx;
 	return 0;
@@ -1269,6 +1277,11 @@ int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	if (err)
 		return err;
 	inode->last_trans = mnt->trans->transid;
+	/*
+	 * Its number may be one an inode logged and removed in this
+	 * transaction had: the first fsync logs it in full, replacing all.
+	 */
+	inode->full_sync = true;
 	if (S_ISLNK(mode))
 		err = insert_symlink_target(mnt, inode, target, (u32)target_len);
 	if (!err)
@@ -1917,6 +1930,16 @@ static int insert_xattr(struct tlog_mount *mnt, struct tlog_inode *inode, const 
 	return err;
 }
 
+/*
+ * An xattr came, changed or went: ctime, and the next fsync copies all of
+ * the inode's items up to its xattrs (BTRFS_INODE_COPY_EVERYTHING).
+ */
+static void xattr_changed(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	inode->needs_full_log = true;
+	touch_ctime(mnt, inode);
+}
+
 int tlog_setxattr(struct tlog_mount *mnt, struct tlog_inode *inode, const char *name,
 		  const void *value, size_t size, unsigned int flags)
 {
@@ -1969,7 +1992,7 @@ int tlog_setxattr(struct tlog_mount *mnt, struct tlog_inode *inode, const char *
 		apply_compression_prop(inode, value, size);
 	}
 	if (!err)
-		touch_ctime(mnt, inode);
+		xattr_changed(mnt, inode);
 	return err;
 }
 
@@ -1995,7 +2018,7 @@ int tlog_removexattr(struct tlog_mount *mnt, struct tlog_inode *inode, const cha
 		apply_compression_prop(inode, "", 0);
 	}
 	if (!err)
-		touch_ctime(mnt, inode);
+		xattr_changed(mnt, inode);
 	return err;
 }
 

@@ -77,9 +77,21 @@ struct tlog_inode {
 	u64 last_unlink_trans;		/* a directory: last transaction it lost a name */
 	u64 last_reflink_trans;
 	u64 last_dir_index_offset;	/* highest DIR_INDEX copied into the log */
+	/*
+	 * The log transaction (mnt->log_transid) of its last change, and the
+	 * one its last logging covered: equal means the log has it all
+	 * (btrfs_inode_in_log).
+	 */
+	u64 last_sub_trans;
+	u64 last_log_commit;
 	bool full_sync;			/* the next fsync must log every extent */
 	bool needs_full_log;		/* the inode changed in ways the fast path misses */
-	struct tlog_dirty_run *modified; /* ranges written since the last log (bytes unused) */
+	/*
+	 * Ranges written back (or, byte 1, made holes by a growing write)
+	 * since the last log or commit: the modified extent maps the fast
+	 * fsync logs.  Data bytes unused.
+	 */
+	struct tlog_dirty_run *modified;
 	size_t nr_modified, alloc_modified;
 
 	struct tlog_inode *hash_next;
@@ -91,6 +103,14 @@ struct tlog_mount_stats {
 	u64 inodes_written;		/* inode items written back */
 	u64 extents_written;		/* data extents made by writeback */
 	u64 data_bytes_written;
+	/* fsync (tree-log-write.c) */
+	u64 inodes_logged;		/* btrfs_log_inode calls that logged */
+	u64 items_copied;		/* inode items put in a log tree (checksums aside) */
+	u64 deletion_searches;		/* searches deleting an inode's old log items */
+	u64 log_syncs;
+	u64 log_blocks_written;
+	u64 full_commits;		/* fsyncs that committed, a reason each: */
+	char **full_commit_reasons;
 };
 
 struct tlog_mount {
@@ -123,6 +143,8 @@ struct tlog_mount {
 	 * when space runs short.
 	 */
 	u64 reserved_bound;
+	/* the log transaction: counts log syncs (root->log_transid, one for all roots) */
+	u64 log_transid;
 	struct tlog_mount_stats stats;
 };
 
@@ -335,6 +357,8 @@ void tlog_inode_add_bytes(struct tlog_inode *inode, s64 delta);
  * is not marked dirty: callers change more and mark it once.
  */
 int tlog_drop_extents(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end);
+/* [@start, @end) of @inode has new extent maps for the next fast fsync (@hole: a hole's). */
+void tlog_inode_record_modified(struct tlog_inode *inode, u64 start, u64 end, bool hole);
 /* Forget @inode's dirty data (its runs' memory freed). */
 void tlog_dirty_release(struct tlog_inode *inode);
 int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size);
@@ -354,7 +378,11 @@ static inline int tlog_writeback_inode(struct tlog_mount *mnt, struct tlog_inode
 {
 	return tlog_writeback_range(mnt, inode, 0, (u64)-1);
 }
-/* fsync(2) and fdatasync(2) of @inode: for now its data, then a full commit. */
+/*
+ * fsync(2) and fdatasync(2) of @inode: its data written back, then
+ * logged and the log synced, or the full commit the kernel falls back to
+ * (btrfs_sync_file, tree-log-write.c).
+ */
 int tlog_fsync(struct tlog_mount *mnt, struct tlog_inode *inode, bool datasync);
 
 /* The algorithm @inode's btrfs.compression property names (0: none, use the mount's). */
