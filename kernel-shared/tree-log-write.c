@@ -520,12 +520,12 @@ static int log_changed_extents(struct log_ctx *ctx, struct tlog_inode *inode)
 	struct btrfs_tree_iter iter;
 	int ret = 0;
 
+	if (nr == 0)
+		return 0;	/* nothing written since the last log (runs may be NULL) */
 	qsort(runs, nr, sizeof(*runs), cmp_runs);
 	btrfs_for_each_item(inode->root, &iter, &min, &max) {
 		struct tlog_file_extent ext;
 
-		if (nr == 0)
-			break;
 		ret = extent_at(ctx, iter.leaf, iter.slot, &iter.key, &ext);
 		if (ret)
 			break;
