@@ -170,59 +170,6 @@ int btrfs_delete_data_csums(struct tlog_trans *trans, u64 bytenr, u64 len)
 	return ret ? ret : delete_csums_in(trans, root, bytenr, len);
 }
 
-int btrfs_log_csums(struct tlog_trans *trans, struct btrfs_root *log, u64 start, u64 end,
-		    u64 *copied)
-{
-	struct tlog_fs *fs = trans->fs;
-	u32 ss = fs->sectorsize, cs = fs->csum_size;
-	struct btrfs_root *src;
-	u64 pos = start;
-	int ret;
-
-	*copied = 0;
-	ret = csum_root(trans, &src);
-	/* the log's own csums of the range go first: no overlapping items */
-	if (!ret)
-		ret = delete_csums_in(trans, log, start, end - start);
-	while (!ret && pos < end) {
-		struct tlog_csum_item found;
-		struct btrfs_key key;
-		struct btrfs_path path;
-		u64 from, to;
-		u8 *copy;
-
-		ret = find_csum_item(src, pos, end, &key, &found);
-		if (ret)
-			break;
-		from = found.start > pos ? found.start : pos;
-		to = found.end < end ? found.end : end;
-		if (from >= to) {
-			ret = tlog_error(-EUCLEAN, "csum item %llu is misaligned",
-					 (unsigned long long)key.offset);
-			break;
-		}
-		copy = malloc((to - from) / ss * cs);
-		if (!copy)
-			return -ENOMEM;
-		btrfs_init_path(&path);
-		ret = btrfs_search_slot(src, &key, &path);
-		if (ret == 0)
-			memcpy(copy, (const u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]) +
-				     (from - key.offset) / ss * cs, (to - from) / ss * cs);
-		else if (ret > 0)
-			ret = -EUCLEAN;
-		btrfs_release_path(&path);
-		if (!ret)
-			ret = insert_csums_in(trans, log, from, copy, (to - from) / ss);
-		free(copy);
-		if (!ret) {
-			*copied += to - from;
-			pos = to;
-		}
-	}
-	return ret > 0 ? 0 : ret;
-}
-
 static int delete_csums_in(struct tlog_trans *trans, struct btrfs_root *root, u64 bytenr,
 			   u64 len)
 {
@@ -270,8 +217,13 @@ static int delete_csums_in(struct tlog_trans *trans, struct btrfs_root *root, u6
 	return ret > 0 ? 0 : ret;
 }
 
-int btrfs_copy_csums(struct tlog_trans *trans, struct btrfs_root *src, u64 start, u64 end,
-		     u64 *copied)
+/*
+ * The checksums @src has for [@start, @end) replace @dst's, piece by
+ * piece as @src's items hold them (a range @src has none for is left as
+ * @dst has it).
+ */
+static int copy_csums(struct tlog_trans *trans, struct btrfs_root *src, struct btrfs_root *dst,
+		      u64 start, u64 end, u64 *copied)
 {
 	struct tlog_fs *fs = trans->fs;
 	u32 ss = fs->sectorsize, cs = fs->csum_size;
@@ -310,9 +262,9 @@ int btrfs_copy_csums(struct tlog_trans *trans, struct btrfs_root *src, u64 start
 			ret = -EUCLEAN;
 		btrfs_release_path(&path);
 		if (!ret)
-			ret = btrfs_delete_data_csums(trans, from, to - from);
+			ret = delete_csums_in(trans, dst, from, to - from);
 		if (!ret)
-			ret = btrfs_insert_csums(trans, from, copy, (to - from) / ss);
+			ret = insert_csums_in(trans, dst, from, copy, (to - from) / ss);
 		free(copy);
 		if (ret)
 			break;
@@ -320,4 +272,27 @@ int btrfs_copy_csums(struct tlog_trans *trans, struct btrfs_root *src, u64 start
 		pos = to;
 	}
 	return ret > 0 ? 0 : ret;
+}
+
+int btrfs_copy_csums(struct tlog_trans *trans, struct btrfs_root *src, u64 start, u64 end,
+		     u64 *copied)
+{
+	struct btrfs_root *dst;
+	int ret = csum_root(trans, &dst);
+
+	*copied = 0;
+	return ret ? ret : copy_csums(trans, src, dst, start, end, copied);
+}
+
+int btrfs_log_csums(struct tlog_trans *trans, struct btrfs_root *log, u64 start, u64 end,
+		    u64 *copied)
+{
+	struct btrfs_root *src;
+	int ret = csum_root(trans, &src);
+
+	*copied = 0;
+	/* the log's own csums of the range go first: none left from an older extent */
+	if (!ret)
+		ret = delete_csums_in(trans, log, start, end - start);
+	return ret ? ret : copy_csums(trans, src, log, start, end, copied);
 }
