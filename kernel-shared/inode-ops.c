@@ -1326,6 +1326,7 @@ int tlog_link(struct tlog_mount *mnt, struct tlog_inode *inode, struct tlog_inod
 	btrfs_set_inode_item_nlink(&inode->item, btrfs_inode_item_nlink(&inode->item) + 1);
 	touch_ctime(mnt, inode);
 	inode->needs_full_log = true;
+	inode->last_link_trans = mnt->trans->transid;
 	return tlog_add_link(mnt, dir, inode, name, len, index, true);
 }
 

@@ -76,6 +76,7 @@ struct tlog_inode {
 	u64 logged_trans;		/* transaction in which it was last logged */
 	u64 last_unlink_trans;		/* a directory: last transaction it lost a name */
 	u64 last_reflink_trans;
+	u64 last_link_trans;		/* last transaction it was given a new name (link) */
 	u64 last_dir_index_offset;	/* highest DIR_INDEX copied into the log */
 	/*
 	 * The log transaction (mnt->log_transid) of its last change, and the
