@@ -4,17 +4,30 @@
 # scripts.  Prints one line per script and closes with "N passed, N failed,
 # N skipped".  A test that cannot run says SKIP and why; with TLOG_NO_SKIP=1
 # (.ci/run) or CI=true it is a failure instead (see tests/common.sh).
+#
+# --share K/N runs every cli test but only the kernel tests whose place in
+# the list is K modulo N (the sanitizer pass of .ci/run rotates K daily).
+# A script running longer than TLOG_TEST_TIMEOUT seconds (default 1500)
+# is stopped and fails: its cleanup trap still unmounts and detaches what
+# it used, so one hang cannot take the rest of the run with it.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILDDIR=$TOP
 FILTER=""
+SHARE_K=0 SHARE_N=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--builddir) BUILDDIR=$2; shift 2 ;;
 	--filter) FILTER=$2; shift 2 ;;
-	*) echo "usage: $0 [--builddir DIR] [--filter PATTERN]"; exit 2 ;;
+	--share)
+		SHARE_K=${2%/*} SHARE_N=${2#*/}
+		[[ "$SHARE_K" =~ ^[0-9]+$ && "$SHARE_N" =~ ^[1-9][0-9]*$ ]] &&
+			[ "$SHARE_K" -lt "$SHARE_N" ] || { echo "--share K/N: 0 <= K < N"; exit 2; }
+		shift 2 ;;
+	*) echo "usage: $0 [--builddir DIR] [--filter PATTERN] [--share K/N]"; exit 2 ;;
 	esac
 done
+TIMEOUT=${TLOG_TEST_TIMEOUT:-1500}
 export TOP BUILDDIR
 
 passed=0 failed=0 skipped=0
@@ -59,15 +72,21 @@ if [ -z "$FILTER" ]; then
 	fi
 fi
 
+kernel_nr=0
 for t in "$TOP"/tests/cli/*.sh "$TOP"/tests/kernel/*.sh; do
 	[ -e "$t" ] || continue
 	name=${t#"$TOP"/tests/}
 	[ -n "$FILTER" ] && [[ "$name" != *$FILTER* ]] && continue
+	if [[ "$name" == kernel/* ]]; then
+		kernel_nr=$((kernel_nr + 1))
+		[ $(((kernel_nr - 1) % SHARE_N)) = "$SHARE_K" ] || continue
+	fi
 	log=$(mktemp)
 	start=$(date +%s)
-	bash "$t" > "$log" 2>&1
+	timeout -k 60 "$TIMEOUT" bash "$t" > "$log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - start ))
+	[ $rc = 124 ] && echo "stopped after ${TIMEOUT}s (TLOG_TEST_TIMEOUT)" >> "$log"
 	case $rc in
 	0)  echo "PASS  $name (${secs}s)"; passed=$((passed + 1)) ;;
 	77) report_skip "$name" "$(sed -n 's/^SKIP: //p' "$log" | head -1)" ;;
