@@ -103,6 +103,34 @@ int btrfs_find_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
 	return lookup_root_item(fs, objectid, ret);
 }
 
+int btrfs_read_commit_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root *out)
+{
+	const struct btrfs_super_block *sb = &fs->super;
+	struct btrfs_root tree_root = {
+		.fs = fs,
+		.root_key = { BTRFS_ROOT_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0 },
+		.bytenr = btrfs_super_block_root(sb),
+		.generation = btrfs_super_block_generation(sb),
+		.level = btrfs_super_block_root_level(sb),
+	};
+	struct btrfs_key key = { objectid, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
+	struct btrfs_path path;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	out->fs = fs;
+	btrfs_init_path(&path);
+	err = btrfs_search_backwards(&tree_root, &key, &path);
+	if (err == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], &out->root_key, path.slots[0]);
+		err = load_root_item(fs, out, path.nodes[0], path.slots[0]);
+	} else if (err > 0) {
+		err = -ENOENT;
+	}
+	btrfs_release_path(&path);
+	return err;
+}
+
 int btrfs_read_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
 {
 	int err = btrfs_find_root(fs, objectid, ret);

@@ -22,6 +22,14 @@ int btrfs_find_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
  * root tree, and every later change go through this one object.
  */
 int btrfs_new_root(struct tlog_fs *fs, const struct btrfs_key *key, struct btrfs_root **ret);
+/*
+ * Tree @objectid as the last commit left it (the kernel's commit root):
+ * the superblock's root tree is the committed one until the next commit,
+ * and copy-on-write leaves every block it reaches in place.  @out is the
+ * caller's, not cached: read-only searches only.  -ENOENT when the tree
+ * is new in the running transaction.
+ */
+int btrfs_read_commit_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root *out);
 /* Root of the log tree for subvolume @objectid, or -ENOENT. */
 int btrfs_read_log_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret);
 
