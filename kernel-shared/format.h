@@ -86,6 +86,9 @@ typedef int64_t s64;
 #define BTRFS_VERITY_DESC_ITEM_KEY	36
 #define BTRFS_VERITY_MERKLE_ITEM_KEY	37
 #define BTRFS_ORPHAN_ITEM_KEY		48
+/* The first index number of a directory's entries (0 and 1 are . and ..). */
+#define BTRFS_DIR_START_INDEX		2ULL
+
 #define BTRFS_DIR_LOG_ITEM_KEY		60
 #define BTRFS_DIR_LOG_INDEX_KEY		72
 #define BTRFS_DIR_ITEM_KEY		84

@@ -368,8 +368,9 @@ void tlog_inode_mark_dirty(struct tlog_mount *mnt, struct tlog_inode *inode)
 	inode->item_dirty = true;
 	if (mnt->trans)
 		inode->last_trans = mnt->trans->transid;
-	/* btrfs_set_inode_last_sub_trans: a logged inode is no longer all in the log */
-	inode->last_sub_trans = mnt->log_transid;
+	/* btrfs_set_inode_last_trans: a logged inode is no longer all in the log */
+	inode->last_sub_trans = (s64)mnt->log_transid;
+	inode->last_log_commit = inode->last_sub_trans - 1;
 	if (list_empty(&inode->dirty_list))
 		list_add_tail(&inode->dirty_list, &mnt->dirty_inodes);
 }
@@ -1045,8 +1046,9 @@ int tlog_add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_in
 	int err = 0;
 
 	if (backref) {
-		/* a new name of an inode already logged (btrfs_log_new_name) */
-		btrfs_log_name_changed(mnt, NULL, inode);
+		/* btrfs_log_new_name: a file's next fsync looks at its parents */
+		if (!is_dir(inode))
+			inode->last_unlink_trans = mnt->trans->transid;
 		err = add_backref(mnt, inode, dir, name, len, index);
 	}
 	if (!err)
@@ -1060,10 +1062,11 @@ int tlog_add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_in
 /*
  * __btrfs_unlink_inode: the name's items and the directory's size and
  * times; the link count is the caller's.  *@index (may be NULL) gets the
- * name's index.
+ * name's index.  Outside a rename (@for_rename) the log loses the name
+ * too; a rename's btrfs_log_new_name sees to the log.
  */
 static int remove_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
-		       const char *name, u16 len, u64 *index)
+		       const char *name, u16 len, u64 *index, bool for_rename)
 {
 	u64 idx;
 	int err;
@@ -1079,10 +1082,8 @@ static int remove_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tl
 	if (err)
 		return err;
 	tlog_dir_changed(mnt, dir, -2 * (s64)len);
-	dir->last_unlink_trans = mnt->trans->transid;
-	/* btrfs_record_unlink_dir: its next fsync must look at its parents */
-	inode->last_unlink_trans = mnt->trans->transid;
-	btrfs_log_name_changed(mnt, dir, inode);
+	if (!for_rename)
+		btrfs_log_unlink(mnt, dir, inode, name, len, idx);
 	if (index)
 		*index = idx;
 	return 0;
@@ -1097,10 +1098,27 @@ static void drop_nlink(struct tlog_mount *mnt, struct tlog_inode *inode)
 	touch_ctime(mnt, inode);
 }
 
+/*
+ * btrfs_record_unlink_dir, before @inode loses its name in @dir: its
+ * next fsync logs the directories it had names in; and when the name
+ * moves to another directory that neither of the two logs will tell
+ * (@for_rename, neither logged in this transaction), a full logging of
+ * @dir must commit instead, as it could not say where the entry went.
+ */
+static void record_unlink_dir(struct tlog_mount *mnt, struct tlog_inode *dir,
+			      struct tlog_inode *inode, bool for_rename)
+{
+	u64 transid = mnt->trans->transid;
+
+	inode->last_unlink_trans = transid;
+	if (for_rename && dir->logged_trans != transid && inode->logged_trans != transid)
+		dir->last_unlink_trans = transid;
+}
+
 int tlog_unlink_inode(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
 		      const char *name, u16 len)
 {
-	int err = remove_link(mnt, dir, inode, name, len, NULL);
+	int err = remove_link(mnt, dir, inode, name, len, NULL, false);
 
 	if (!err)
 		drop_nlink(mnt, inode);
@@ -1276,7 +1294,10 @@ int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	err = add_cached(mnt, dir->root, ino, &ii, &inode);
 	if (err)
 		return err;
+	/* btrfs_set_inode_last_trans of a new inode: not in the log */
 	inode->last_trans = mnt->trans->transid;
+	inode->last_sub_trans = (s64)mnt->log_transid;
+	inode->last_log_commit = inode->last_sub_trans - 1;
 	/*
 	 * Its number may be one an inode logged and removed in this
 	 * transaction had: the first fsync logs it in full, replacing all.
@@ -1326,8 +1347,10 @@ int tlog_link(struct tlog_mount *mnt, struct tlog_inode *inode, struct tlog_inod
 	btrfs_set_inode_item_nlink(&inode->item, btrfs_inode_item_nlink(&inode->item) + 1);
 	touch_ctime(mnt, inode);
 	inode->needs_full_log = true;
-	inode->last_link_trans = mnt->trans->transid;
-	return tlog_add_link(mnt, dir, inode, name, len, index, true);
+	err = tlog_add_link(mnt, dir, inode, name, len, index, true);
+	if (!err)
+		btrfs_log_new_name(mnt, inode, NULL, NULL, 0, 0);
+	return err;
 }
 
 /* Whether directory @inode has no names (btrfs_rmdir's i_size test). */
@@ -1372,6 +1395,11 @@ int tlog_unlink(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 		err = -EPERM;
 	if (!err)
 		err = tlog_mount_trans(mnt, &mnt->trans);
+	if (!err && !rmdir)
+		record_unlink_dir(mnt, dir, inode, false);
+	/* btrfs_rmdir: a directory that lost a subvolume passes the mark up */
+	if (!err && rmdir && inode->last_unlink_trans >= mnt->trans->transid)
+		dir->last_unlink_trans = inode->last_unlink_trans;
 	if (!err)
 		err = unlink_and_evict(mnt, dir, inode, name, len);
 	tlog_iput(mnt, inode);
@@ -1439,16 +1467,20 @@ static int rename_exchange(struct tlog_mount *mnt, struct tlog_inode *odir, stru
 			   const char *oname, u16 olen, struct tlog_inode *ndir,
 			   struct tlog_inode *new, const char *nname, u16 nlen)
 {
-	u64 old_idx, new_idx;
+	u64 old_idx, new_idx, oidx = 0, nidx = 0;
 	int err;
 
 	err = tlog_dir_next_index(ndir, &old_idx);
 	if (!err)
 		err = tlog_dir_next_index(odir, &new_idx);
+	if (!err && odir != ndir) {
+		record_unlink_dir(mnt, odir, old, true);
+		record_unlink_dir(mnt, ndir, new, true);
+	}
 	if (!err)
-		err = remove_link(mnt, odir, old, oname, olen, NULL);
+		err = remove_link(mnt, odir, old, oname, olen, &oidx, true);
 	if (!err)
-		err = remove_link(mnt, ndir, new, nname, nlen, NULL);
+		err = remove_link(mnt, ndir, new, nname, nlen, &nidx, true);
 	if (!err)
 		err = tlog_add_link(mnt, ndir, old, nname, nlen, old_idx, true);
 	if (!err)
@@ -1456,6 +1488,8 @@ static int rename_exchange(struct tlog_mount *mnt, struct tlog_inode *odir, stru
 	if (!err) {
 		touch_ctime(mnt, old);
 		touch_ctime(mnt, new);
+		btrfs_log_new_name(mnt, old, odir, oname, olen, oidx);
+		btrfs_log_new_name(mnt, new, ndir, nname, nlen, nidx);
 	}
 	return err;
 }
@@ -1517,7 +1551,7 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 		struct tlog_inode *ndir, const char *nname, u16 nlen, unsigned int flags)
 {
 	struct tlog_inode *old = NULL, *new = NULL;
-	u64 index;
+	u64 index, oidx = 0;
 	int err;
 
 	if (olen == 0 || nlen == 0)
@@ -1560,14 +1594,18 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 	}
 	/* btrfs_rename: the index first, then the old name out, the target out, the new name in */
 	err = tlog_dir_next_index(ndir, &index);
+	if (!err && odir != ndir)
+		record_unlink_dir(mnt, odir, old, true);
 	if (!err)
-		err = remove_link(mnt, odir, old, oname, olen, NULL);
+		err = remove_link(mnt, odir, old, oname, olen, &oidx, true);
 	if (!err)
 		touch_ctime(mnt, old);
 	if (!err && new)
 		err = unlink_and_evict(mnt, ndir, new, nname, nlen);
 	if (!err)
 		err = tlog_add_link(mnt, ndir, old, nname, nlen, index, true);
+	if (!err)
+		btrfs_log_new_name(mnt, old, odir, oname, olen, oidx);
 out:
 	tlog_iput(mnt, old);
 	tlog_iput(mnt, new);

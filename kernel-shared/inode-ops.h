@@ -74,17 +74,26 @@ struct tlog_inode {
 	u64 generation;			/* transid of its creation */
 	u64 last_trans;			/* transaction of its last change */
 	u64 logged_trans;		/* transaction in which it was last logged */
-	u64 last_unlink_trans;		/* a directory: last transaction it lost a name */
+	/*
+	 * btrfs_record_unlink_dir's mark: on an inode, the last transaction
+	 * it lost or gained a name (its next fsync logs its old parents);
+	 * on a directory, the last one an entry left it for another
+	 * directory unseen by the log, or a subvolume in it went (its next
+	 * full logging commits instead).
+	 */
+	u64 last_unlink_trans;
 	u64 last_reflink_trans;
-	u64 last_link_trans;		/* last transaction it was given a new name (link) */
 	u64 last_dir_index_offset;	/* highest DIR_INDEX copied into the log */
 	/*
 	 * The log transaction (mnt->log_transid) of its last change, and the
-	 * one its last logging covered: equal means the log has it all
-	 * (btrfs_inode_in_log).
+	 * one its last full logging covered: last_sub_trans <= last_log_commit
+	 * means the log has it all (btrfs_inode_in_log).  Every update of the
+	 * inode sets last_log_commit one below last_sub_trans, as
+	 * btrfs_set_inode_last_trans does: signed, so that this holds in the
+	 * first log transaction too.
 	 */
-	u64 last_sub_trans;
-	u64 last_log_commit;
+	s64 last_sub_trans;
+	s64 last_log_commit;
 	bool full_sync;			/* the next fsync must log every extent */
 	bool needs_full_log;		/* the inode changed in ways the fast path misses */
 	/*

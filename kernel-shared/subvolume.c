@@ -389,6 +389,7 @@ int tlog_delete_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const cha
 	if (err)
 		return err;
 	tlog_dir_changed(mnt, dir, -2 * (s64)len);
+	/* btrfs_record_snapshot_destroy: fsync of @dir commits */
 	dir->last_unlink_trans = mnt->trans->transid;
 	/*
 	 * The tree itself is the cleaner's to drop, after the commit: it
@@ -435,6 +436,8 @@ int tlog_rename_subvol(struct tlog_mount *mnt, struct tlog_inode *odir, const ch
 		return err;
 	tlog_dir_changed(mnt, odir, -2 * (s64)olen);
 	odir->last_unlink_trans = mnt->trans->transid;
+	/* btrfs_rename of a subvolume: no fsync in this transaction logs */
+	tlog_trans_set_needs_full_commit(mnt->trans, "a subvolume was renamed");
 	err = link_subvol(mnt, ndir, nname, nlen, id, &location);
 	if (!err) {
 		subvol->item.ctime = mnt->now;
