@@ -44,6 +44,12 @@ struct btrfs_root {
 	u64 bytenr;
 	u64 generation;
 	u8 level;
+	/*
+	 * A subvolume: one past the last log transaction of the mount
+	 * (tlog_mount.log_transid) its log was synced in - the kernel's
+	 * root->last_log_commit: changes of earlier ones are on disk.
+	 */
+	u64 log_synced_below;
 	struct btrfs_root *next;	/* fs->roots list */
 };
 

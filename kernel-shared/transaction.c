@@ -1161,7 +1161,7 @@ static int write_log_super(struct trans_state *st, const struct btrfs_root *lrt)
 	return btrfs_write_super_copies(st->trans.fs->bdev, &sb, 1);
 }
 
-int tlog_trans_sync_log(struct tlog_trans *trans)
+int tlog_trans_sync_log(struct tlog_trans *trans, struct btrfs_root *log)
 {
 	const char *why = no_log_reason(trans);
 	struct tlog_fs *fs = trans->fs;
@@ -1177,7 +1177,8 @@ int tlog_trans_sync_log(struct tlog_trans *trans)
 		return tlog_error(-EAGAIN, "cannot sync the log: the transaction needs a full commit (%s)",
 				  st->full_commit);
 	for (size_t i = 0; !err && i < st->nr_logs; i++)
-		err = update_log_root_item(trans, st->logs[i]);
+		if (!log || st->logs[i] == log)
+			err = update_log_root_item(trans, st->logs[i]);
 	/* the blocks first, then the superblock that makes them the log */
 	if (!err)
 		err = write_log_blocks(fs);

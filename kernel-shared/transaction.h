@@ -142,16 +142,20 @@ struct btrfs_root *tlog_trans_find_log(struct tlog_trans *trans, u64 root_object
 /* How many log trees this transaction has. */
 size_t tlog_trans_nr_logs(struct tlog_trans *trans);
 /*
- * btrfs_sync_log: each log tree's ROOT_ITEM into the log root tree, every
- * dirty log block written (checksummed, all copies), flush, the last
- * committed superblock with log_root / log_root_level written to the
- * primary copy only, flush.  Nothing of the committed state changes.  The
- * written blocks are clean afterwards: changing the log again copies them,
- * so a power cut before the next sync finds this one's log.  0 without
- * a log; -EAGAIN (nothing written) when the transaction needs a full
- * commit.  A failed sync sets that: commit instead.
+ * btrfs_sync_log of @log (NULL: of every log tree): its ROOT_ITEM into the
+ * log root tree, every dirty log block written (checksummed, all copies),
+ * flush, the last committed superblock with log_root / log_root_level
+ * written to the primary copy only, flush.  Nothing of the committed state
+ * changes.  As in the kernel, where each subvolume syncs its own log, the
+ * root items of other logs stay as their last sync left them, so their
+ * changes since are not part of the synced log (their blocks may be
+ * written, unreferenced).  The written blocks are clean afterwards:
+ * changing a log again copies them, so a power cut before the next sync
+ * finds this one's log.  0 without a log; -EAGAIN (nothing written) when
+ * the transaction needs a full commit.  A failed sync sets that: commit
+ * instead.
  */
-int tlog_trans_sync_log(struct tlog_trans *trans);
+int tlog_trans_sync_log(struct tlog_trans *trans, struct btrfs_root *log);
 /*
  * The log can no longer be used in this transaction (btrfs_set_log_full_commit):
  * fsync must commit.  Set by the transaction itself whenever a chunk is

@@ -18,20 +18,27 @@
  *  - fast path: the inode item and the extents written since the last
  *    log (inode->modified), each replacing what the log had there.
  *
- * A new inode brings its new ancestor directories into the log as
- * "exists" entries (log_all_new_ancestors), so that replay can link it.
- * What this logger does not do yet ends in a full commit whose reason
- * starts "(not logged yet)": correct, only slower than the kernel.
+ * A directory is logged by its new index items and DIR_LOG_INDEX ranges
+ * (log_directory_changes), the inodes of its new entries after it
+ * (log_new_dir_dentries).  A new inode brings its new ancestors in as
+ * "exists" entries (log_all_new_ancestors); one that gained or lost a
+ * name, the directories it had names in at the last commit
+ * (log_all_parents); a new name that was another inode's at the last
+ * commit, that inode (log_conflicting_inodes).  Link, rename and unlink
+ * keep the log of this transaction true (btrfs_log_new_name,
+ * btrfs_log_unlink).  Full commits happen where the kernel's do.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dir-item.h"
 #include "errctx.h"
 #include "file-extent.h"
 #include "file-item.h"
 #include "misc.h"
+#include "root-tree.h"
 #include "tree-checker.h"
 #include "tree-log-write.h"
 
@@ -46,14 +53,24 @@ enum log_mode {
 /* The inode is in the log already: no log sync (BTRFS_NO_LOG_SYNC). */
 #define LOG_NO_SYNC		2
 
-#define NOT_LOGGED_YET		"(not logged yet): "
-
 struct log_ctx {
 	struct tlog_mount *mnt;
 	struct tlog_trans *trans;
 	struct btrfs_root *log;
 	const char *reason;	/* of a full commit */
 	bool logged_before;	/* the inode being logged was, in this transaction */
+	/* a directory logged in full copied an entry of a new name (not a subvolume) */
+	bool log_new_dentries;
+	/* logging a name added by link or rename: no new dentries, no log sync */
+	bool logging_new_name;
+	/* conflicting inodes: queued by name checks, logged by the outermost btrfs_log_inode */
+	struct btrfs_root *root;
+	u64 fsync_ino;
+	bool logging_conflicts;
+	struct conflict {
+		u64 ino, parent;
+	} *conflicts;
+	size_t nr_conflicts;
 };
 
 static int force_commit(struct log_ctx *ctx, const char *reason)
@@ -90,11 +107,15 @@ static bool inode_logged(const struct log_ctx *ctx, const struct tlog_inode *ino
 	return inode->logged_trans == ctx->trans->transid;
 }
 
-/* btrfs_inode_in_log: logged in this transaction, unchanged since. */
+/*
+ * btrfs_inode_in_log: logged in this transaction, unchanged since, and
+ * that logging synced (a new name is logged without a sync).
+ */
 static bool inode_in_log(const struct tlog_mount *mnt, const struct tlog_inode *inode)
 {
 	return mnt->trans && inode->logged_trans == mnt->trans->transid &&
-	       inode->last_sub_trans <= inode->last_log_commit;
+	       inode->last_sub_trans <= inode->last_log_commit &&
+	       inode->last_sub_trans < (s64)inode->root->log_synced_below;
 }
 
 /* skip_inode_logging: the last commit or the log has every change. */
@@ -560,6 +581,250 @@ static int log_changed_extents(struct log_ctx *ctx, struct tlog_inode *inode)
 	return ret;
 }
 
+/* ---- directories (log_directory_changes) ---- */
+
+/*
+ * insert_dir_log_key: the log is the authority on @dir's index numbers
+ * [@first, @last]: replay deletes the entries there the log lacks.  A
+ * range already starting at @first (an earlier fsync in this
+ * transaction) is widened, never narrowed.
+ */
+static int insert_dir_log_key(struct log_ctx *ctx, u64 dir, u64 first, u64 last)
+{
+	struct btrfs_key key = { dir, BTRFS_DIR_LOG_INDEX_KEY, first };
+	struct btrfs_dir_log_item item;
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(ctx->trans, ctx->log, &key, &path, 0);
+	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) == sizeof(item)) {
+		struct btrfs_dir_log_item *cur = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+
+		if (btrfs_dir_log_item_end(cur) < last)
+			btrfs_set_dir_log_item_end(cur, last);
+	} else if (ret == 0) {
+		ret = tlog_error(-EUCLEAN, "log: directory %llu: range item of %u bytes",
+				 (unsigned long long)dir, btrfs_item_size(path.nodes[0], path.slots[0]));
+	}
+	btrfs_release_path(&path);
+	if (ret <= 0)
+		return ret;
+	btrfs_set_dir_log_item_end(&item, last);
+	ret = btrfs_insert_item(ctx->trans, ctx->log, &key, &item, sizeof(item));
+	if (!ret)
+		ctx->mnt->stats.items_copied++;
+	return ret;
+}
+
+/* flush_dir_items_batch: @nr new index items of @leaf from @slot into the log. */
+static int flush_dir_items(struct log_ctx *ctx, struct tlog_inode *dir,
+			   const struct extent_buffer *leaf, int slot, int nr)
+{
+	struct btrfs_key last;
+	int ret;
+
+	if (!nr)
+		return 0;
+	ret = btrfs_copy_items(ctx->trans, ctx->log, leaf, slot, nr);
+	if (ret)
+		return ret;
+	ctx->mnt->stats.items_copied += nr;
+	btrfs_item_key_to_cpu(leaf, &last, slot + nr - 1);
+	dir->last_dir_index_offset = last.offset;
+	return 0;
+}
+
+/*
+ * process_dir_items_leaf: the index items of @dir in @leaf from @slot.
+ * Entries of past transactions are in the subvolume already: skipped,
+ * but a gap before one of them is a range of deleted entries, logged as
+ * such.  New entries not logged yet are copied, contiguous runs in one
+ * go.  Returns 1 when the directory's items end in this leaf.
+ */
+static int process_dir_leaf(struct log_ctx *ctx, struct tlog_inode *dir,
+			    const struct extent_buffer *leaf, int slot, u64 *last_old)
+{
+	const int nritems = (int)btrfs_header_nritems_eb(leaf);
+	int run = slot, nr = 0, ret = 0;
+
+	for (; slot < nritems; slot++) {
+		struct tlog_dir_entry de;
+		struct btrfs_key key;
+
+		btrfs_item_key_to_cpu(leaf, &key, slot);
+		if (key.objectid != dir->ino || key.type != BTRFS_DIR_INDEX_KEY)
+			break;
+		ret = btrfs_dir_entry_at(leaf, slot, &key, 0, &de, NULL, 0);
+		if (ret < 0)
+			return ret;
+		if (de.transid < ctx->trans->transid) {
+			ret = flush_dir_items(ctx, dir, leaf, run, nr);
+			nr = 0;
+			if (!ret && key.offset > *last_old + 1)
+				ret = insert_dir_log_key(ctx, dir->ino, *last_old + 1, key.offset - 1);
+			if (ret)
+				return ret;
+			*last_old = key.offset;
+			continue;
+		}
+		/*
+		 * A new entry's inode is looked at even when an earlier
+		 * logging copied the entry: the kernel logs the inodes of
+		 * the entries still in its delayed items at each full
+		 * logging of the directory (log_new_delayed_dentries), and
+		 * those are the entries new in the transaction.
+		 */
+		if (de.location.type != BTRFS_ROOT_ITEM_KEY)
+			ctx->log_new_dentries = true;
+		if (key.offset <= dir->last_dir_index_offset)
+			continue;
+		if (nr && run + nr == slot) {
+			nr++;
+			continue;
+		}
+		ret = flush_dir_items(ctx, dir, leaf, run, nr);
+		if (ret)
+			return ret;
+		run = slot;
+		nr = 1;
+	}
+	ret = flush_dir_items(ctx, dir, leaf, run, nr);
+	if (ret)
+		return ret;
+	return slot < nritems;
+}
+
+/* The highest index number of @dir below @before, or @dflt when none (btrfs_previous_item). */
+static int prev_dir_index(struct btrfs_root *root, u64 dir, u64 before, u64 dflt, u64 *ret_index)
+{
+	struct btrfs_key key = { dir, BTRFS_DIR_INDEX_KEY, before - 1 };
+	struct btrfs_path path;
+	int ret;
+
+	*ret_index = dflt;
+	if (before == 0)
+		return 0;
+	btrfs_init_path(&path);
+	ret = btrfs_search_backwards(root, &key, &path);
+	if (ret == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+		*ret_index = key.offset;
+	}
+	btrfs_release_path(&path);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * log_dir_items: from index @min_offset, the entries of @dir in leaves
+ * changed in this transaction, and the range they cover: from the entry
+ * before the first one (deletions in between) to where the changed
+ * leaves end (*@last_offset; (u64)-1 when they reach the directory's
+ * end).  The next call starts past *@last_offset.
+ */
+static int log_dir_items(struct log_ctx *ctx, struct tlog_inode *dir, u64 min_offset,
+			 u64 *last_offset)
+{
+	struct btrfs_root *root = dir->root;
+	struct btrfs_key min = { dir->ino, BTRFS_DIR_INDEX_KEY, min_offset };
+	u64 last_old = min_offset - 1;
+	struct btrfs_path path;
+	int ret;
+
+	*last_offset = (u64)-1;
+	btrfs_init_path(&path);
+	ret = btrfs_search_forward_since(root, &min, &path, ctx->trans->transid);
+	btrfs_release_path(&path);
+	if (ret < 0)
+		return ret;
+	if (ret > 0 || min.objectid != dir->ino || min.type != BTRFS_DIR_INDEX_KEY) {
+		/* nothing changed from @min_offset on: the range runs past the last entry */
+		ret = prev_dir_index(root, dir->ino, (u64)-1, last_old, &last_old);
+		if (ret == 0 && last_old == (u64)-1)
+			return 0;
+		goto done;
+	}
+	ret = prev_dir_index(root, dir->ino, min.offset, last_old, &last_old);
+	if (ret)
+		return ret;
+	ret = btrfs_search_forward(root, &min, &path);
+	while (ret == 0) {
+		struct btrfs_key next;
+
+		ret = process_dir_leaf(ctx, dir, path.nodes[0], path.slots[0], &last_old);
+		if (ret)
+			break;
+		ret = btrfs_next_leaf(root, &path);
+		if (ret)
+			break;
+		btrfs_item_key_to_cpu(path.nodes[0], &next, 0);
+		if (next.objectid != dir->ino || next.type != BTRFS_DIR_INDEX_KEY)
+			break;
+		if (btrfs_header_generation(eb_header(path.nodes[0])) != ctx->trans->transid) {
+			/* an unchanged leaf: its first entry bounds the deletions logged */
+			*last_offset = next.offset - 1;
+			break;
+		}
+	}
+	btrfs_release_path(&path);
+	if (ret < 0)
+		return ret;
+done:
+	if (ret < 0)
+		return ret;
+	if (last_old < *last_offset)
+		return insert_dir_log_key(ctx, dir->ino, last_old + 1, *last_offset);
+	return 0;
+}
+
+/*
+ * log_directory_changes: the new entries of @dir and the ranges that
+ * make replay delete the removed ones, leaf run by leaf run.  An entry
+ * logged by an earlier fsync in this transaction is not copied again.
+ */
+static int log_directory_changes(struct log_ctx *ctx, struct tlog_inode *dir)
+{
+	u64 min = BTRFS_DIR_START_INDEX, max;
+	int ret;
+
+	if (!ctx->logged_before)
+		dir->last_dir_index_offset = BTRFS_DIR_START_INDEX - 1;
+	for (;;) {
+		ret = log_dir_items(ctx, dir, min, &max);
+		if (ret || max == (u64)-1)
+			return ret;
+		min = max + 1;
+	}
+}
+
+/*
+ * logged_inode_size: the i_size the log already gives the inode (never
+ * above the current one), so that logging that it exists neither loses
+ * logged data nor grows it.
+ */
+static int logged_inode_size(struct log_ctx *ctx, const struct tlog_inode *inode, u64 *size)
+{
+	struct btrfs_key key = { inode->ino, BTRFS_INODE_ITEM_KEY, 0 };
+	struct btrfs_path path;
+	int ret;
+
+	*size = 0;
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(ctx->log, &key, &path);
+	if (ret == 0) {
+		const struct btrfs_inode_item *ii;
+
+		ret = btrfs_decode_inode_item(ctx->trans->fs, path.nodes[0], path.slots[0], &key,
+					      &ii, NULL, 0);
+		if (!ret)
+			*size = btrfs_inode_item_size(ii);
+		if (*size > i_size(inode))
+			*size = i_size(inode);
+	}
+	btrfs_release_path(&path);
+	return ret < 0 ? ret : 0;
+}
+
 /* ---- btrfs_log_inode ---- */
 
 /*
@@ -593,27 +858,38 @@ static int prepare_file(struct log_ctx *ctx, struct tlog_inode *inode, enum log_
 	return 0;
 }
 
+static int check_ref_name_overrides(struct log_ctx *ctx, const struct tlog_inode *inode);
+static int log_conflicting_inodes(struct log_ctx *ctx);
+
 static int btrfs_log_inode(struct log_ctx *ctx, struct tlog_inode *inode, enum log_mode mode)
 {
 	const u32 imode = tlog_inode_mode(inode);
+	const bool full_dir_logging = S_ISDIR(imode) && mode == LOG_INODE_ALL;
 	bool fast_search = false, xattrs_logged = false;
 	u8 max_type = BTRFS_XATTR_ITEM_KEY;
+	u64 logged_isize = 0;
 	int ret;
 
 	if (S_ISLNK(imode))
 		mode = LOG_INODE_ALL;	/* an empty symlink is invalid: its target always */
-	if (S_ISDIR(imode) && mode == LOG_INODE_ALL)
-		return force_commit(ctx, NOT_LOGGED_YET "a directory");
-	if (!S_ISDIR(imode) && !S_ISREG(imode) && !S_ISLNK(imode))
-		return force_commit(ctx, NOT_LOGGED_YET "a special file");
-	if (!S_ISDIR(imode) && mode == LOG_INODE_EXISTS)
-		return force_commit(ctx, NOT_LOGGED_YET "a file that only has to exist");
 	ctx->logged_before = inode_logged(ctx, inode);
+	/*
+	 * An entry moved from this directory to one the log does not
+	 * know: logging the directory alone would lose it at replay.
+	 */
+	if (full_dir_logging && inode->last_unlink_trans >= ctx->trans->transid)
+		return force_commit(ctx, "a directory an entry was moved out of, or a subvolume removed from");
+	ret = check_ref_name_overrides(ctx, inode);
+	if (ret)
+		return ret;
 	if (S_ISDIR(imode)) {
 		inode->needs_full_log = false;
 		ret = ctx->logged_before ? drop_inode_items(ctx, inode, BTRFS_XATTR_ITEM_KEY) : 0;
 	} else {
-		ret = prepare_file(ctx, inode, mode, &fast_search, &max_type);
+		if (mode == LOG_INODE_EXISTS && ctx->logged_before)
+			ret = logged_inode_size(ctx, inode, &logged_isize);
+		if (!ret)
+			ret = prepare_file(ctx, inode, mode, &fast_search, &max_type);
 	}
 	if (!ret && max_type) {
 		ret = copy_inode_items(ctx, inode, max_type);
@@ -626,12 +902,14 @@ static int btrfs_log_inode(struct log_ctx *ctx, struct tlog_inode *inode, enum l
 			ret = log_holes(ctx, inode);
 	}
 	if (!ret)
-		ret = log_inode_item(ctx, inode, mode, 0);
+		ret = log_inode_item(ctx, inode, mode, logged_isize);
 	/* the fast path of an inode not logged yet in this transaction: its xattrs too */
 	if (!ret && !xattrs_logged && !ctx->logged_before)
 		ret = log_all_xattrs(ctx, inode);
 	if (!ret && fast_search)
 		ret = log_changed_extents(ctx, inode);
+	if (!ret && full_dir_logging)
+		ret = log_directory_changes(ctx, inode);
 	if (ret)
 		return ret;
 	if (mode == LOG_INODE_ALL)
@@ -642,7 +920,7 @@ static int btrfs_log_inode(struct log_ctx *ctx, struct tlog_inode *inode, enum l
 	if (mode == LOG_INODE_ALL)
 		inode->last_reflink_trans = 0;
 	ctx->mnt->stats.inodes_logged++;
-	return 0;
+	return log_conflicting_inodes(ctx);
 }
 
 /* ---- the inode's parents ---- */
@@ -668,28 +946,189 @@ static int dir_parent(struct btrfs_root *root, u64 ino, u64 *parent)
 }
 
 /*
- * A new inode's name in @dir may be the committed name of another inode
- * that lost it in this transaction (mv a b; create a): replay would take
- * the name from that inode and leave it with none.  The kernel logs that
- * other inode too (log_conflicting_inodes), not done here yet: a name
- * removed from @dir in this transaction commits instead.
+ * Conflicting inodes (btrfs_check_ref_name_override, add_conflicting_inode,
+ * log_conflicting_inodes).  A name of a new inode may have belonged, at
+ * the last commit, to another inode that has since lost it (mv a b;
+ * touch a; fsync a): replay of the new name would unlink that other inode
+ * and lose it.  So the other inode is logged too, as existing, with the
+ * names it has now; or, when it is gone, its old directory in full.
  */
-static int check_name_conflicts(struct log_ctx *ctx, const struct tlog_inode *inode, u64 dir)
+#define MAX_CONFLICT_INODES	10
+
+/*
+ * The inode that name @name in @dir belonged to at the last commit, when
+ * another than @ino: *@other, 0 if none.  A subvolume there: force commit.
+ */
+static int name_owner_at_commit(struct log_ctx *ctx, struct btrfs_root *committed, u64 dir,
+				const char *name, u16 len, u64 ino, u64 *other)
 {
-	struct tlog_inode *parent;
-	bool unlinked;
+	struct tlog_dir_entry de;
 	int ret;
 
-	if (inode->generation < ctx->trans->transid)
+	*other = 0;
+	ret = btrfs_lookup_dir_entry(committed, dir, name, len, &de);
+	if (ret == -ENOENT) {
+		tlog_error_clear();
 		return 0;
-	ret = tlog_iget(ctx->mnt, inode->root, dir, &parent);
+	}
 	if (ret)
 		return ret;
-	unlinked = parent->last_unlink_trans >= ctx->trans->transid;
-	tlog_iput(ctx->mnt, parent);
-	if (unlinked)
-		return force_commit(ctx, NOT_LOGGED_YET "a new name where a name went (conflicting inodes)");
+	if (de.location.type != BTRFS_INODE_ITEM_KEY)
+		return force_commit(ctx, "a new name that was a subvolume's at the last commit");
+	if (de.location.objectid != ino)
+		*other = de.location.objectid;
 	return 0;
+}
+
+static int add_conflicting_inode(struct log_ctx *ctx, struct btrfs_root *committed, u64 ino,
+				 u64 parent)
+{
+	struct tlog_inode *other;
+	struct conflict *c;
+	int ret;
+
+	if (ino == ctx->fsync_ino)
+		return 0;
+	if (ctx->nr_conflicts >= MAX_CONFLICT_INODES)
+		return force_commit(ctx, "too many conflicting inodes");
+	ret = tlog_iget(ctx->mnt, ctx->root, ino, &other);
+	if (ret == -ENOENT) {
+		struct btrfs_inode_item item;
+
+		/* gone since the commit: only a directory needs its parent logged */
+		tlog_error_clear();
+		ret = btrfs_lookup_inode(committed, ino, &item);
+		if (ret)
+			return ret;
+		if (!S_ISDIR(btrfs_inode_item_mode(&item)))
+			return 0;
+	} else if (ret) {
+		return ret;
+	} else {
+		bool need = need_log_inode(ctx, other);
+
+		tlog_iput(ctx->mnt, other);
+		if (!need)
+			return 0;
+	}
+	c = realloc(ctx->conflicts, (ctx->nr_conflicts + 1) * sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	ctx->conflicts = c;
+	c[ctx->nr_conflicts].ino = ino;
+	c[ctx->nr_conflicts].parent = parent;
+	ctx->nr_conflicts++;
+	return 0;
+}
+
+/* A name of the inode being checked that belonged to another inode at the last commit. */
+struct name_override {
+	u64 parent, other;
+};
+
+/*
+ * The names of @inode, new in this transaction or itself logged as a
+ * conflict, against the names of the last commit: each other inode a name
+ * belonged to is queued for log_conflicting_inodes.
+ */
+static int check_ref_name_overrides(struct log_ctx *ctx, const struct tlog_inode *inode)
+{
+	struct btrfs_key min = { inode->ino, BTRFS_INODE_REF_KEY, 0 };
+	struct btrfs_key max = { inode->ino, BTRFS_INODE_EXTREF_KEY, (u64)-1 };
+	struct btrfs_root committed;
+	struct btrfs_tree_iter iter;
+	struct name_override *found = NULL;
+	size_t nr = 0;
+	int ret;
+
+	if (inode->generation < ctx->trans->transid && !ctx->logging_conflicts)
+		return 0;
+	ret = btrfs_read_commit_root(ctx->trans->fs, inode->root->root_key.objectid, &committed);
+	if (ret == -ENOENT) {
+		tlog_error_clear();
+		return 0;
+	}
+	if (ret)
+		return ret;
+	btrfs_for_each_item(inode->root, &iter, &min, &max) {
+		u32 size = btrfs_item_size(iter.leaf, iter.slot), cur = 0;
+
+		while (!ret && cur < size) {
+			struct tlog_ref_entry re;
+			u64 other;
+			int len = btrfs_ref_entry_at(iter.leaf, iter.slot, &iter.key, cur, &re, NULL, 0);
+
+			if (len <= 0) {
+				ret = len < 0 ? len : -EUCLEAN;
+				break;
+			}
+			cur += (u32)len;
+			ret = name_owner_at_commit(ctx, &committed, re.parent, re.name, re.name_len,
+						   inode->ino, &other);
+			if (!ret && other) {
+				struct name_override *p = realloc(found, (nr + 1) * sizeof(*found));
+
+				if (!p) {
+					ret = -ENOMEM;
+					break;
+				}
+				found = p;
+				found[nr].parent = re.parent;
+				found[nr].other = other;
+				nr++;
+			}
+		}
+		if (ret)
+			break;
+	}
+	if (!ret && iter.ret < 0)
+		ret = iter.ret;
+	btrfs_tree_iter_end(&iter);
+	for (size_t i = 0; !ret && i < nr; i++)
+		ret = add_conflicting_inode(ctx, &committed, found[i].other, found[i].parent);
+	free(found);
+	return ret;
+}
+
+/*
+ * log_conflicting_inodes, by the outermost btrfs_log_inode only: each
+ * queued inode as existing (its own names may queue more), or the old
+ * directory of one that is gone, in full.
+ */
+static int log_conflicting_inodes(struct log_ctx *ctx)
+{
+	int ret = 0;
+
+	if (ctx->logging_conflicts)
+		return 0;
+	ctx->logging_conflicts = true;
+	while (!ret && ctx->nr_conflicts) {
+		struct conflict c = ctx->conflicts[--ctx->nr_conflicts];
+		struct tlog_inode *inode;
+
+		ret = tlog_iget(ctx->mnt, ctx->root, c.ino, &inode);
+		if (ret == -ENOENT) {
+			tlog_error_clear();
+			ret = tlog_iget(ctx->mnt, ctx->root, c.parent, &inode);
+			if (ret == -ENOENT) {
+				tlog_error_clear();
+				ret = force_commit(ctx, "the directory of a conflicting inode was removed");
+			}
+			if (!ret) {
+				ret = btrfs_log_inode(ctx, inode, LOG_INODE_ALL);
+				tlog_iput(ctx->mnt, inode);
+			}
+			continue;
+		}
+		if (ret)
+			break;
+		if (need_log_inode(ctx, inode))
+			ret = btrfs_log_inode(ctx, inode, LOG_INODE_EXISTS);
+		tlog_iput(ctx->mnt, inode);
+	}
+	ctx->logging_conflicts = false;
+	ctx->nr_conflicts = 0;
+	return ret;
 }
 
 /*
@@ -717,14 +1156,6 @@ static int log_new_ancestors(struct log_ctx *ctx, struct btrfs_root *root, u64 d
 			return ret;
 		if (!parent)
 			return force_commit(ctx, "a new ancestor with an extended reference");
-		/* a new directory's name can conflict as a new file's can (mv A B; mkdir A) */
-		ret = tlog_iget(ctx->mnt, root, dir, &inode);
-		if (!ret) {
-			ret = check_name_conflicts(ctx, inode, parent);
-			tlog_iput(ctx->mnt, inode);
-		}
-		if (ret)
-			return ret;
 		dir = parent;
 	}
 	return 0;
@@ -761,19 +1192,195 @@ static int log_all_new_ancestors(struct log_ctx *ctx, struct tlog_inode *inode)
 	if (!ret && iter.ret < 0)
 		ret = iter.ret;
 	btrfs_tree_iter_end(&iter);
-	for (size_t i = 0; !ret && i < nr; i++) {
-		ret = check_name_conflicts(ctx, inode, parents[i]);
-		if (!ret)
-			ret = log_new_ancestors(ctx, inode->root, parents[i]);
-	}
+	for (size_t i = 0; !ret && i < nr; i++)
+		ret = log_new_ancestors(ctx, inode->root, parents[i]);
 	free(parents);
 	return ret;
 }
 
-/* btrfs_log_inode_parent for the fsync of @inode. */
-static int log_inode_parent(struct log_ctx *ctx, struct tlog_inode *inode)
+/* One directory to visit in log_new_dir_dentries. */
+struct dir_list {
+	u64 *v;
+	size_t nr, alloc, head;
+};
+
+static int dir_list_push(struct dir_list *l, u64 ino)
+{
+	if (l->nr == l->alloc) {
+		size_t n = l->alloc ? 2 * l->alloc : 8;
+		u64 *v = realloc(l->v, n * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->alloc = n;
+	}
+	l->v[l->nr++] = ino;
+	return 0;
+}
+
+/*
+ * The next entry of directory @dir in the log with index >= *@next whose
+ * inode a log replay needs with it: a name new in this transaction, of an
+ * inode (not a subvolume).  0 with *@ino and *@is_dir, 1 when none.
+ */
+static int next_new_logged_dentry(struct log_ctx *ctx, u64 dir, u64 *next, u64 *ino,
+				  bool *is_dir)
+{
+	struct btrfs_key min = { dir, BTRFS_DIR_INDEX_KEY, *next };
+	struct btrfs_key max = { dir, BTRFS_DIR_INDEX_KEY, (u64)-1 };
+	struct btrfs_tree_iter iter;
+	int ret = 1;
+
+	btrfs_for_each_item(ctx->log, &iter, &min, &max) {
+		struct tlog_dir_entry de;
+
+		ret = btrfs_dir_entry_at(iter.leaf, iter.slot, &iter.key, 0, &de, NULL, 0);
+		if (ret < 0)
+			break;
+		ret = 1;
+		*next = iter.key.offset + 1;
+		if (de.transid < ctx->trans->transid || de.location.type == BTRFS_ROOT_ITEM_KEY)
+			continue;
+		*ino = de.location.objectid;
+		*is_dir = de.type == BTRFS_FT_DIR;
+		ret = 0;
+		break;
+	}
+	if (ret > 0 && iter.ret < 0)
+		ret = iter.ret;
+	btrfs_tree_iter_end(&iter);
+	return ret;
+}
+
+/*
+ * log_new_dir_dentries: the inodes of the new entries logged for @start,
+ * so that replay finds each with the link count its names give it:
+ * files as existing, directories in full, and in turn the new entries of
+ * those, breadth first.
+ */
+static int log_new_dir_dentries(struct log_ctx *ctx, struct tlog_inode *start)
+{
+	struct dir_list dirs = { 0 };
+	u64 dir = start->ino;
+	int ret = 0;
+
+	if (ctx->logging_new_name)
+		return 0;
+	for (;;) {
+		u64 next = 0, ino;
+		bool is_dir;
+
+		while (!ret) {
+			struct tlog_inode *inode;
+
+			ret = next_new_logged_dentry(ctx, dir, &next, &ino, &is_dir);
+			if (ret) {
+				ret = ret < 0 ? ret : 0;
+				break;
+			}
+			ret = tlog_iget(ctx->mnt, start->root, ino, &inode);
+			if (ret)
+				break;
+			if (need_log_inode(ctx, inode)) {
+				ctx->log_new_dentries = false;
+				ret = btrfs_log_inode(ctx, inode,
+						      is_dir ? LOG_INODE_ALL : LOG_INODE_EXISTS);
+				if (!ret && ctx->log_new_dentries)
+					ret = dir_list_push(&dirs, ino);
+			}
+			tlog_iput(ctx->mnt, inode);
+		}
+		if (ret || dirs.head == dirs.nr)
+			break;
+		dir = dirs.v[dirs.head++];
+	}
+	free(dirs.v);
+	return ret;
+}
+
+/*
+ * btrfs_log_all_parents: an inode that lost or gained a name in this
+ * transaction has each directory it had names in at the last commit
+ * logged in full, so that replay drops the names it no longer has.  A
+ * parent removed since commits (replay could not tell where the inode
+ * went).
+ */
+static int log_all_parents(struct log_ctx *ctx, struct tlog_inode *inode)
+{
+	struct btrfs_key min = { inode->ino, BTRFS_INODE_REF_KEY, 0 };
+	struct btrfs_key max = { inode->ino, BTRFS_INODE_EXTREF_KEY, (u64)-1 };
+	struct btrfs_root committed;
+	struct btrfs_tree_iter iter;
+	struct dir_list parents = { 0 };
+	int ret;
+
+	ret = btrfs_read_commit_root(ctx->trans->fs, inode->root->root_key.objectid, &committed);
+	if (ret == -ENOENT) {
+		tlog_error_clear();
+		return 0;
+	}
+	if (ret)
+		return ret;
+	btrfs_for_each_item(&committed, &iter, &min, &max) {
+		u32 size = btrfs_item_size(iter.leaf, iter.slot), cur = 0;
+
+		if (iter.key.type == BTRFS_INODE_REF_KEY) {
+			ret = dir_list_push(&parents, iter.key.offset);
+			if (ret)
+				break;
+			continue;
+		}
+		while (cur < size) {
+			struct tlog_ref_entry re;
+			int len = btrfs_ref_entry_at(iter.leaf, iter.slot, &iter.key, cur, &re, NULL, 0);
+
+			if (len <= 0) {
+				ret = len < 0 ? len : -EUCLEAN;
+				break;
+			}
+			ret = dir_list_push(&parents, re.parent);
+			if (ret)
+				break;
+			cur += (u32)len;
+		}
+		if (ret)
+			break;
+	}
+	if (!ret && iter.ret < 0)
+		ret = iter.ret;
+	btrfs_tree_iter_end(&iter);
+	for (size_t i = 0; !ret && i < parents.nr; i++) {
+		struct tlog_inode *dir;
+
+		ret = tlog_iget(ctx->mnt, inode->root, parents.v[i], &dir);
+		if (ret == -ENOENT) {
+			tlog_error_clear();
+			ret = force_commit(ctx, "an old parent directory of the inode was removed");
+			break;
+		}
+		if (ret)
+			break;
+		if (need_log_inode(ctx, dir)) {
+			ctx->log_new_dentries = false;
+			ret = btrfs_log_inode(ctx, dir, LOG_INODE_ALL);
+			if (!ret && ctx->log_new_dentries)
+				ret = log_new_dir_dentries(ctx, dir);
+		}
+		tlog_iput(ctx->mnt, dir);
+	}
+	free(parents.v);
+	return ret;
+}
+
+/*
+ * btrfs_log_inode_parent: @inode (LOG_INODE_ALL for an fsync,
+ * LOG_INODE_EXISTS for a new name) and what replay needs of its parents.
+ */
+static int log_inode_parent(struct log_ctx *ctx, struct tlog_inode *inode, enum log_mode mode)
 {
 	const struct btrfs_root_item *ri = &inode->root->root_item;
+	bool log_dentries;
 	int ret;
 
 	if (btrfs_root_item_refs(ri) == 0)
@@ -787,26 +1394,23 @@ static int log_inode_parent(struct log_ctx *ctx, struct tlog_inode *inode)
 	ret = tlog_trans_log_tree(ctx->trans, inode->root, &ctx->log);
 	if (ret == -EAGAIN)
 		return force_commit(ctx, tlog_trans_full_commit_reason(ctx->trans));
+	ctx->log_new_dentries = false;
 	if (!ret)
-		ret = btrfs_log_inode(ctx, inode, LOG_INODE_ALL);
+		ret = btrfs_log_inode(ctx, inode, mode);
 	if (ret)
 		return ret;
-	/*
-	 * An old file given a new hard link in this transaction: the kernel
-	 * does more than log the inode with its names (kernel/530's
-	 * 022-hardlinks-two-files and 035-link-into-dir-move-other-in replay
-	 * differently otherwise); until that is modelled, commit.
-	 */
-	if (inode->last_link_trans >= ctx->trans->transid &&
-	    inode->generation < ctx->trans->transid)
-		return force_commit(ctx, NOT_LOGGED_YET "an old inode given a new hard link");
 	/* a file with all its names committed needs nothing of its parents */
 	if (S_ISREG(tlog_inode_mode(inode)) && inode->generation < ctx->trans->transid &&
 	    inode->last_unlink_trans < ctx->trans->transid)
 		return 0;
+	log_dentries = ctx->log_new_dentries;
 	if (inode->last_unlink_trans >= ctx->trans->transid)
-		return force_commit(ctx, NOT_LOGGED_YET "the parents of an inode that lost a name");
-	return log_all_new_ancestors(ctx, inode);
+		ret = log_all_parents(ctx, inode);
+	if (!ret)
+		ret = log_all_new_ancestors(ctx, inode);
+	if (!ret && log_dentries)
+		ret = log_new_dir_dentries(ctx, inode);
+	return ret;
 }
 
 /* ---- btrfs_sync_file ---- */
@@ -835,10 +1439,10 @@ static int sync_log(struct log_ctx *ctx)
 	for (pos = ctx->trans->fs->log_dirty_blocks.next; pos != &ctx->trans->fs->log_dirty_blocks;
 	     pos = pos->next)
 		blocks++;
-	ret = tlog_trans_sync_log(ctx->trans);
+	ret = tlog_trans_sync_log(ctx->trans, ctx->log);
 	if (ret)
 		return ret;
-	ctx->mnt->log_transid++;
+	ctx->root->log_synced_below = ++ctx->mnt->log_transid;
 	ctx->mnt->stats.log_syncs++;
 	ctx->mnt->stats.log_blocks_written += blocks;
 	return 0;
@@ -858,7 +1462,10 @@ int btrfs_sync_file(struct tlog_mount *mnt, struct tlog_inode *inode, bool datas
 		return 0;
 	}
 	ctx.trans = mnt->trans;
-	ret = log_inode_parent(&ctx, inode);
+	ctx.root = inode->root;
+	ctx.fsync_ino = inode->ino;
+	ret = log_inode_parent(&ctx, inode, LOG_INODE_ALL);
+	free(ctx.conflicts);
 	if (ret == LOG_NO_SYNC)
 		return 0;
 	if (ret < 0) {
@@ -880,15 +1487,100 @@ int btrfs_sync_file(struct tlog_mount *mnt, struct tlog_inode *inode, bool datas
 	return ret ? ret : tlog_commit(mnt);
 }
 
-void btrfs_log_name_changed(struct tlog_mount *mnt, struct tlog_inode *dir,
-			    struct tlog_inode *inode)
+/* ---- names changing after logging (btrfs_log_new_name, btrfs_del_*_in_log) ---- */
+
+/*
+ * del_logged_dentry: @dir's index item @index in the log, when it is
+ * the name @name, deleted.  1 when the log does not have it.
+ */
+static int del_logged_dentry(struct tlog_trans *trans, struct btrfs_root *log, u64 dir,
+			     const char *name, u16 len, u64 index)
+{
+	struct btrfs_key key = { dir, BTRFS_DIR_INDEX_KEY, index };
+	struct tlog_dir_entry de;
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, log, &key, &path, -1);
+	if (ret == 0) {
+		ret = btrfs_dir_entry_at(path.nodes[0], path.slots[0], &key, 0, &de, NULL, 0);
+		if (ret >= 0 && (de.name_len != len || memcmp(de.name, name, len)))
+			ret = 1;
+		else if (ret >= 0)
+			ret = btrfs_del_items(trans, log, &path, path.slots[0], 1);
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+/* The log of @root in the running transaction, when one of @a, @b was logged in it. */
+static struct btrfs_root *log_of_logged(struct tlog_mount *mnt, const struct tlog_inode *a,
+					const struct tlog_inode *b)
 {
 	u64 transid;
 
 	if (!mnt->trans || mnt->log_recovering)
+		return NULL;
+	transid = mnt->trans->transid;
+	if (!(a && a->logged_trans == transid) && !(b && b->logged_trans == transid))
+		return NULL;
+	return tlog_trans_find_log(mnt->trans, (a ? a : b)->root->root_key.objectid);
+}
+
+static void log_update_failed(struct tlog_mount *mnt, const char *reason)
+{
+	tlog_error_clear();
+	tlog_trans_set_needs_full_commit(mnt->trans, reason);
+}
+
+void btrfs_log_unlink(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
+		      const char *name, u16 len, u64 index)
+{
+	struct btrfs_root *log = log_of_logged(mnt, dir, inode);
+	u64 transid, idx;
+	int ret = 0;
+
+	if (!log)
 		return;
 	transid = mnt->trans->transid;
-	if (inode->logged_trans == transid || (dir && dir->logged_trans == transid))
-		tlog_trans_set_needs_full_commit(mnt->trans, NOT_LOGGED_YET
-						 "a name changed of an inode or directory logged in this transaction");
+	if (inode->logged_trans == transid) {
+		ret = btrfs_delete_inode_ref(mnt->trans, log, inode->ino, dir->ino, name, len, &idx);
+		if (ret == -ENOENT) {
+			tlog_error_clear();
+			ret = 0;
+		}
+	}
+	if (!ret && dir->logged_trans == transid)
+		ret = del_logged_dentry(mnt->trans, log, dir->ino, name, len, index);
+	if (ret < 0)
+		log_update_failed(mnt, "updating the log for an unlink failed");
+}
+
+void btrfs_log_new_name(struct tlog_mount *mnt, struct tlog_inode *inode,
+			struct tlog_inode *old_dir, const char *old_name, u16 old_len,
+			u64 old_index)
+{
+	struct log_ctx ctx = { .mnt = mnt, .logging_new_name = true };
+	int ret = 0;
+
+	ctx.log = log_of_logged(mnt, inode, old_dir);
+	if (!ctx.log)
+		return;
+	ctx.trans = mnt->trans;
+	ctx.root = inode->root;
+	ctx.fsync_ino = inode->ino;
+	/* the old name must not come back with the new one at replay */
+	if (old_dir && old_dir->logged_trans == ctx.trans->transid) {
+		ret = del_logged_dentry(ctx.trans, ctx.log, old_dir->ino, old_name, old_len, old_index);
+		if (ret > 0)
+			ret = insert_dir_log_key(&ctx, old_dir->ino, old_index, old_index);
+	}
+	if (!ret)
+		ret = log_inode_parent(&ctx, inode, LOG_INODE_EXISTS);
+	free(ctx.conflicts);
+	if (ret < 0)
+		log_update_failed(mnt, "logging a new name failed");
+	else if (ret == LOG_FORCE_COMMIT)
+		log_update_failed(mnt, ctx.reason ? ctx.reason : "logging a new name failed");
 }

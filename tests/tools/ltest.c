@@ -68,7 +68,7 @@ static int log_file(struct tlog_fs *fs, const char *name, u64 size, int syncs, u
 			err = test_log_inode(mnt->trans, root, ino);
 		*first = fs->bdev->nr_writes + 1;
 		if (!err)
-			err = tlog_trans_sync_log(mnt->trans);
+			err = tlog_trans_sync_log(mnt->trans, NULL);
 		*last = fs->bdev->nr_writes;
 		if (!err && s + 1 < syncs)
 			err = tlog_iget(mnt, root, ino, &f);

@@ -106,7 +106,7 @@ static int log_new_file(struct tlog_fs *fs, struct tlog_mount **pmnt, int syncs)
 		cr_assert_eq(test_log_inode(mnt->trans, root, ino), 0, "%s", tlog_error_get());
 		if (last_sync_writes && i + 1 == syncs)
 			*last_sync_writes = fs->bdev->nr_writes;
-		err = tlog_trans_sync_log(mnt->trans);
+		err = tlog_trans_sync_log(mnt->trans, NULL);
 		if (err)
 			return err;
 	}
@@ -508,7 +508,7 @@ static void sweep_sync(int syncs)
 			if (mode == TLOG_FAULT_FAIL) {
 				cr_assert_neq(err, 0, "%s: the error went unnoticed", where);
 				cr_assert(tlog_trans_needs_full_commit(mnt->trans), "%s", where);
-				cr_assert_eq(tlog_trans_sync_log(mnt->trans), -EAGAIN, "%s", where);
+				cr_assert_eq(tlog_trans_sync_log(mnt->trans, NULL), -EAGAIN, "%s", where);
 			} else {
 				cr_assert_eq(err, 0, "%s: %s", where, tlog_error_get());
 			}
