@@ -23,14 +23,29 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlogctl-test.XXXXXX")
 MOUNTS=()
 LOOPS=()
 
+# On every exit, a stopped or failed one included: what runs inside a
+# mount goes first (it keeps the mount busy), then the mounts (lazily if
+# still busy), then the loop devices.  An image a loop device still holds
+# is not deleted: a loop device on a deleted file outlives the test and
+# has wedged later mounts of a whole CI run.
 cleanup() {
-	local m l
-	for m in "${MOUNTS[@]}"; do
-		mountpoint -q "$m" && umount "$m" 2>/dev/null
+	local m l i held
+	pkill -TERM -P $$ 2>/dev/null
+	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
+		m=${MOUNTS[$i]}
+		mountpoint -q "$m" || continue
+		umount "$m" 2>/dev/null || { sleep 1; umount "$m" 2>/dev/null; } ||
+			umount -l "$m" 2>/dev/null
 	done
 	for l in "${LOOPS[@]}"; do
 		losetup -d "$l" 2>/dev/null
 	done
+	held=$(losetup -a 2>/dev/null | grep -F "$TMP/" || true)
+	if [ -n "$held" ]; then
+		echo "cleanup: loop devices still hold images under $TMP; left in place:" >&2
+		echo "$held" >&2
+		return
+	fi
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
