@@ -19,6 +19,14 @@
 # helpers/run-lib.sh, empty now) would be listed as not run.  TLOG_SUBSET=N
 # (the sanitizer runs) runs a 1/N share rotating daily (TLOG_ROTATE=K the
 # slice, TLOG_FULL=1 all); TLOG_ONLY="PATTERN..." the names matching one.
+#
+# The fsync log too: for a share of the scripts (every TLOG_CRASH_SHARE-th,
+# default 3, rotating daily; 1 for all) the kernel's mount has commit=3600
+# and its image is copied before the unmount - the power cut after the
+# last operation - and tlogctl run without --commit makes its own; the
+# kernel mounts both, replaying each log, and the trees must be the same,
+# btrfs check clean, and tlogctl replay-log must agree with the kernel's
+# replay (helpers/run-lib.sh crash_compare).
 . "$(dirname "$0")/../common.sh"
 . "$(dirname "$0")/helpers/replay-lib.sh"
 . "$(dirname "$0")/helpers/run-lib.sh"
@@ -35,6 +43,9 @@ subset=${TLOG_SUBSET:-1}
 [ "${TLOG_FULL:-0}" = 1 ] && subset=1
 rot=${TLOG_ROTATE:-$(( $(date +%s) / 86400 % subset ))}
 [ "$subset" -gt 1 ] && echo "running slice $rot of $subset (TLOG_ROTATE=$rot; TLOG_FULL=1 for all)"
+crash_share=${TLOG_CRASH_SHARE:-3}
+crash_rot=$(( $(date +%s) / 86400 % crash_share ))
+echo "power cuts compared for every ${crash_share}th script (slice $crash_rot; TLOG_CRASH_SHARE=1 for all)"
 
 # the list: NAME SCRIPT
 list=()
@@ -70,7 +81,7 @@ done
 [ $nr = "$NRANDOM" ] || fail "only $nr supported random scripts of the $NRANDOM asked for"
 
 notrun=()
-i=0 ran=0 start=$(date +%s)
+i=0 ran=0 crashes=0 start=$(date +%s)
 for e in "${list[@]}"; do
 	name=${e%% *} s=${e#* }
 	i=$((i + 1))
@@ -86,6 +97,11 @@ for e in "${list[@]}"; do
 	fi
 	[ $(( i % subset )) = "$rot" ] || continue
 	opts=$(run_matrix_opts "$i")
+	RUN_CRASH=0
+	if [ $(( i / subset % crash_share )) = "$crash_rot" ]; then
+		RUN_CRASH=1
+		crashes=$((crashes + 1))
+	fi
 	before=$SCN_FAILED
 	# shellcheck disable=SC2086
 	run_scenario "$name" run_compare "$s" "$name" $opts
@@ -96,6 +112,6 @@ done
 echo
 echo "${#notrun[@]} script(s) not run, their features not claimed by tlogctl run (RUN_UNSUPPORTED=\"$RUN_UNSUPPORTED\"):"
 for n in "${notrun[@]}"; do echo "    $n"; done
-echo "seed $SEED; $ran scripts in $(( $(date +%s) - start ))s"
+echo "seed $SEED; $ran scripts in $(( $(date +%s) - start ))s, $crashes of them also compared after a power cut"
 scenario_summary "tlogctl run against the kernel"
 exit 0

@@ -111,14 +111,74 @@ run_fresh_image() {
 	cp --sparse=always "$tpl" "$img" || fail "cannot copy the image"
 }
 
-# run_kernel_side IMG MNT SCRIPT MNTOPTS OUT: the script run by the
-# kernel on a loop mount of IMG, stderr to OUT.err, exit status to OUT.rc
+# run_kernel_side IMG MNT SCRIPT MNTOPTS OUT [CRASH]: the script run by the
+# kernel on a loop mount of IMG, stderr to OUT.err, exit status to OUT.rc;
+# with CRASH, the mount has commit=3600 and IMG is copied to CRASH before
+# the unmount: the power cut after the last operation, its fsync log in it
 run_kernel_side() {
-	local img="$1" mnt="$2" script="$3" mntopts="$4" out="$5" rc=0
+	local img="$1" mnt="$2" script="$3" mntopts="$4" out="$5" crash="${6:-}" rc=0
+	[ -n "$crash" ] && mntopts="commit=3600${mntopts:+,$mntopts}"
 	mount_image "$img" "$mnt" "$mntopts"
 	timeout 300 python3 -S "$WLEXEC" ${RUN_STRICT_OPT:-} "$script" "$mnt" > "$out.out" 2> "$out.err" || rc=$?
 	echo $rc > "$out.rc"
+	if [ -n "$crash" ]; then
+		cp --sparse=always "$img" "$crash" || fail "cannot copy the live image"
+	fi
 	umount_image "$mnt"
+}
+
+# crash_walk IMG MNT JSON: mount IMG (the kernel replays its log), walk it
+crash_walk() {
+	mount_image "$1" "$2" || return 1
+	python3 -S "$TREECMP" walk "$2" "$3" > /dev/null || { umount_image "$2"; return 1; }
+	umount_image "$2"
+}
+
+# crash_compare NAME SCRIPT MNTOPTS: the power cut after the last
+# operation, by tlogctl run without --commit (C) against the kernel's
+# crash image (A.crash): both mounted by the kernel, which replays each
+# log, must give the same tree; btrfs check finds nothing in C after the
+# replay; tlogctl replay-log of another copy (D) gives the same tree too.
+crash_compare() {
+	local name="$1" script="$2" mntopts="$3" d="$SCN_DIR" bad=0
+	run_nocrash "$d/C" "$TLOGCTL" run --stats ${mntopts:+-o "$mntopts"} "$d/C.img" "$script" ||
+		fail "$name: tlogctl run (power cut) crashed"
+	[ "$(cat "$d/C.rc")" = "$(cat "$d/A.rc")" ] ||
+		fail "$name: tlogctl run without --commit exited $(cat "$d/C.rc")"
+	sed -n 's/^fsync full commits: //p' "$d/C.out" > "$d/C.commits"
+	cp --sparse=always "$d/C.img" "$d/D.img"
+	crash_walk "$d/A.crash" "$d/mA" "$d/Acrash.json" || fail "$name: the kernel's crash image does not mount"
+	rm -f "$d/A.crash"
+	if ! crash_walk "$d/C.img" "$d/mC" "$d/C.json"; then
+		echo "FAIL: $name: the kernel does not mount (replay) tlogctl's crash image"
+		return 1
+	fi
+	if ! btrfs check --readonly "$d/C.img" > "$d/checkC.out" 2>&1; then
+		echo "FAIL: $name: btrfs check after the kernel replayed tlogctl's log:"
+		show_check "$d/checkC.out"
+		bad=1
+	fi
+	rm -f "$d/C.img"
+	if ! python3 -S "$TREECMP" diff --labels kernel-crash,tlogctl-crash "$d/Acrash.json" "$d/C.json" \
+		> "$d/crash.diff" 2>&1; then
+		echo "FAIL: $name: after a power cut and the kernel's log replay, the trees differ" \
+			"(tlogctl's full commits: $(cat "$d/C.commits")):"
+		head -"${TLOG_DIFF_LINES:-40}" "$d/crash.diff" | sed 's/^/    /'
+		bad=1
+	fi
+	if ! run_nocrash "$d/D" "$TLOGCTL" replay-log "$d/D.img" || [ "$(cat "$d/D.rc")" != 0 ]; then
+		echo "FAIL: $name: tlogctl replay-log of tlogctl's crash image:"
+		sed 's/^/    /' "$d/D.err" | head -5
+		bad=1
+	elif ! crash_walk "$d/D.img" "$d/mD" "$d/D.json" ||
+		! python3 -S "$TREECMP" diff --labels kernel-replay,replay-log "$d/C.json" "$d/D.json" \
+			> "$d/replay.diff" 2>&1; then
+		echo "FAIL: $name: replay-log and the kernel replay tlogctl's log differently:"
+		head -20 "$d/replay.diff" | sed 's/^/    /'
+		bad=1
+	fi
+	rm -f "$d/D.img"
+	return $bad
 }
 
 # show_check OUT: the interesting part of a btrfs check report
@@ -161,8 +221,13 @@ run_compare() {
 	echo "mkfs:   $RUN_MKFS_DESC"
 	run_fresh_image "$d/A.img" "${size:-256M}" "$@"
 	cp --sparse=always "$d/A.img" "$d/B.img"
+	local crash=
+	if [ "${RUN_CRASH:-0}" = 1 ] && [ $RUN_SELFTEST = 0 ]; then
+		crash="$d/A.crash"
+		cp --sparse=always "$d/A.img" "$d/C.img"
+	fi
 
-	run_kernel_side "$d/A.img" "$d/mA" "$script" "$mntopts" "$d/A"
+	run_kernel_side "$d/A.img" "$d/mA" "$script" "$mntopts" "$d/A" "$crash"
 	if [ $RUN_SELFTEST = 1 ]; then
 		run_kernel_side "$d/B.img" "$d/mB" "$script" "$mntopts" "$d/B"
 	else
@@ -233,6 +298,9 @@ run_compare() {
 		bad=1
 	fi
 	rm -f "$d/B.img"
+	if [ -n "$crash" ]; then
+		crash_compare "$name" "$script" "$mntopts" || bad=1
+	fi
 	if [ $bad = 1 ]; then
 		show_script "$script"
 		exit 1
