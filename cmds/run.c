@@ -27,6 +27,7 @@
 #include "inode.h"
 #include "messages.h"
 #include "open.h"
+#include "filecopy.h"
 #include "output.h"
 #include "progress.h"
 #include "transaction.h"
@@ -34,7 +35,8 @@
 #include "workload.h"
 
 static const char * const run_usage[] = {
-	"tlogctl run [--commit] [--strict] [-o OPTIONS] [--stats] [--format json] IMAGE SCRIPT|-",
+	"tlogctl run [--commit] [--strict] [-o OPTIONS] [--crash-points DIR] [--stats]",
+	"            [--format json] IMAGE SCRIPT|-",
 	"Apply file operations to a btrfs image offline",
 	"",
 	"Runs the operations of SCRIPT (see tlogctl-run(8) for the language) on",
@@ -51,6 +53,10 @@ static const char * const run_usage[] = {
 	"",
 	"--commit            end as a clean unmount would: write back and commit",
 	"--strict            stop at the first refused operation (exit 1)",
+	"--crash-points DIR  after each sync, fsync and fdatasync, a copy of the",
+	"                    image as a power cut right then would leave it:",
+	"                    DIR/NNNN-LINE.img (a reflink where the host allows;",
+	"                    IMAGE must be a regular file)",
 	"-o OPTIONS          mount options that change what is written:",
 	"                    compress[=ALGO[:LEVEL]], compress-force=ALGO[:LEVEL],",
 	"                    max_inline=BYTES (ALGO zlib, lzo or zstd)",
@@ -62,12 +68,20 @@ static const char * const run_usage[] = {
 	NULL
 };
 
-enum { GETOPT_VAL_COMMIT = GETOPT_VAL_FIRST_CMD, GETOPT_VAL_STRICT, GETOPT_VAL_STATS };
+enum {
+	GETOPT_VAL_COMMIT = GETOPT_VAL_FIRST_CMD,
+	GETOPT_VAL_STRICT,
+	GETOPT_VAL_STATS,
+	GETOPT_VAL_CRASH_POINTS,
+};
 
 struct run_ctx {
 	struct tlog_mount *mnt;
 	const struct wl_script *script;
 	u64 ops_done, ops_refused, syncs;
+	/* --crash-points: where, of which image, how many so far (and reflinked) */
+	const char *crash_dir, *image;
+	u64 crash_points, crash_clones;
 };
 
 /* "PATH/": the path walk then wants a directory at the end. */
@@ -402,6 +416,42 @@ static void show_progress(struct progress *p, const struct wl_script *s, size_t 
 	progress_update(p, i);
 }
 
+/*
+ * A crash point: the image as it is on disk right after a sync or fsync
+ * (every write of the library goes straight to the file), copied to
+ * DIR/NNNN-LINE.img.  NNNN counts the crash points from 1.
+ */
+static int save_crash_point(struct run_ctx *rc, unsigned int line)
+{
+	char path[4096];
+	bool cloned;
+	int ret;
+
+	ret = tlog_bdev_flush(rc->mnt->fs->bdev);
+	if (ret) {
+		error_errno(ret, "cannot flush %s for a crash point", rc->image);
+		return ret;
+	}
+	if (snprintf(path, sizeof(path), "%s/%04llu-%u.img", rc->crash_dir,
+		     (unsigned long long)rc->crash_points + 1, line) >= (int)sizeof(path)) {
+		error("crash point path too long (%s)", rc->crash_dir);
+		return -ENAMETOOLONG;
+	}
+	ret = copy_file_sparse(rc->image, path, &cloned);
+	if (ret) {
+		error_errno(ret, "cannot write the crash point %s", path);
+		return ret;
+	}
+	rc->crash_points++;
+	rc->crash_clones += cloned;
+	return 0;
+}
+
+static bool is_sync_op(const struct wl_cmd *c)
+{
+	return c->op == WL_SYNC || c->op == WL_FSYNC || c->op == WL_FDATASYNC;
+}
+
 static int run_script(struct run_ctx *rc, bool strict, bool commit)
 {
 	const struct wl_script *s = rc->script;
@@ -418,6 +468,13 @@ static int run_script(struct run_ctx *rc, bool strict, bool commit)
 		err = run_one(rc, c);
 		if (!err) {
 			rc->ops_done++;
+			if (rc->crash_dir && is_sync_op(c)) {
+				err = save_crash_point(rc, c->line);
+				if (err) {
+					progress_end(&progress);
+					return err;
+				}
+			}
 			continue;
 		}
 		if (!is_refusal()) {
@@ -469,6 +526,10 @@ static int print_stats(const struct run_ctx *rc, const char *image, enum output_
 		json_add_u64(o, "items_copied", st->items_copied);
 		json_add_u64(o, "deletion_searches", st->deletion_searches);
 		json_add_u64(o, "log_syncs", st->log_syncs);
+		if (rc->crash_dir) {
+			json_add_u64(o, "crash_points", rc->crash_points);
+			json_add_u64(o, "crash_points_reflinked", rc->crash_clones);
+		}
 		json_add_u64(o, "log_blocks_written", st->log_blocks_written);
 		json_add_u64(o, "full_commits", st->full_commits);
 		reasons = json_object_new_array();
@@ -493,6 +554,9 @@ static int print_stats(const struct run_ctx *rc, const char *image, enum output_
 	printf("fsync full commits: %" PRIu64 "\n", st->full_commits);
 	for (u64 i = 0; i < st->full_commits; i++)
 		printf("  full commit: %s\n", st->full_commit_reasons[i]);
+	if (rc->crash_dir)
+		printf("crash points: %" PRIu64 " in %s (%" PRIu64 " reflinked)\n", rc->crash_points,
+		       rc->crash_dir, rc->crash_clones);
 	return 0;
 }
 
@@ -541,12 +605,33 @@ static int parse_script(const char *path, struct wl_script *script)
 	return 0;
 }
 
+/* --crash-points DIR: a directory (made if missing) and an image that is a regular file. */
+static int check_crash_dir(const char *dir, const char *image)
+{
+	struct stat st;
+
+	if (stat(image, &st) == 0 && !S_ISREG(st.st_mode)) {
+		error("--crash-points needs an image file (%s is not a regular file)", image);
+		return -EINVAL;
+	}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		error("cannot make %s (%s)", dir, strerror(errno));
+		return -errno;
+	}
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		error("--crash-points %s: not a directory", dir);
+		return -ENOTDIR;
+	}
+	return 0;
+}
+
 static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option long_options[] = {
 		{ "commit", no_argument, NULL, GETOPT_VAL_COMMIT },
 		{ "strict", no_argument, NULL, GETOPT_VAL_STRICT },
 		{ "stats", no_argument, NULL, GETOPT_VAL_STATS },
+		{ "crash-points", required_argument, NULL, GETOPT_VAL_CRASH_POINTS },
 		{ "mount-options", required_argument, NULL, 'o' },
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
@@ -575,10 +660,16 @@ static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 		case GETOPT_VAL_STATS:
 			stats = true;
 			break;
+		case GETOPT_VAL_CRASH_POINTS:
+			rc.crash_dir = optarg;
+			break;
 		}
 	}
 	check_argc(cmd, argc, 2, 2);
 	image = argv[optind];
+	rc.image = image;
+	if (rc.crash_dir && check_crash_dir(rc.crash_dir, image))
+		return 1;
 	if (parse_script(argv[optind + 1], &script))
 		return 2;
 	cmd_open_opts(cmd, &common, &opts);
