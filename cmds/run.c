@@ -61,9 +61,12 @@ static const char * const run_usage[] = {
 	"                    compress[=ALGO[:LEVEL]], compress-force=ALGO[:LEVEL],",
 	"                    max_inline=BYTES (ALGO zlib, lzo or zstd)",
 	"--stats             report what was done, fsync logging included: inodes",
-	"                    logged, items copied, deletion searches, log syncs",
-	"                    and blocks, full commits and their reasons",
+	"                    logged, items copied, log and deletion searches, log",
+	"                    syncs and blocks, full commits and their reasons",
 	"                    (with --format json, as JSON)",
+	"--no-log-optimizations",
+	"                    write the same log without the kernel's search-saving",
+	"                    optimisations (bench/fsync measures them)",
 	"--format json       report as JSON (with --stats)",
 	NULL
 };
@@ -73,6 +76,7 @@ enum {
 	GETOPT_VAL_STRICT,
 	GETOPT_VAL_STATS,
 	GETOPT_VAL_CRASH_POINTS,
+	GETOPT_VAL_NO_LOG_OPT,
 };
 
 struct run_ctx {
@@ -525,6 +529,8 @@ static int print_stats(const struct run_ctx *rc, const char *image, enum output_
 		json_add_u64(o, "inodes_logged", st->inodes_logged);
 		json_add_u64(o, "items_copied", st->items_copied);
 		json_add_u64(o, "deletion_searches", st->deletion_searches);
+		json_add_u64(o, "deletion_searches_first_logging", st->deletion_searches_first_logging);
+		json_add_u64(o, "log_searches", st->log_searches);
 		json_add_u64(o, "log_syncs", st->log_syncs);
 		if (rc->crash_dir) {
 			json_add_u64(o, "crash_points", rc->crash_points);
@@ -548,7 +554,9 @@ static int print_stats(const struct run_ctx *rc, const char *image, enum output_
 	printf("device writes: %" PRIu64 "\n", writes);
 	printf("inodes logged: %" PRIu64 "\n", st->inodes_logged);
 	printf("items copied into the log: %" PRIu64 "\n", st->items_copied);
-	printf("deletion searches in the log: %" PRIu64 "\n", st->deletion_searches);
+	printf("deletion searches in the log: %" PRIu64 " (%" PRIu64 " for inodes logged the first time)\n",
+	       st->deletion_searches, st->deletion_searches_first_logging);
+	printf("log searches: %" PRIu64 "\n", st->log_searches);
 	printf("log syncs: %" PRIu64 " (%" PRIu64 " log blocks written)\n", st->log_syncs,
 	       st->log_blocks_written);
 	printf("fsync full commits: %" PRIu64 "\n", st->full_commits);
@@ -632,12 +640,13 @@ static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 		{ "strict", no_argument, NULL, GETOPT_VAL_STRICT },
 		{ "stats", no_argument, NULL, GETOPT_VAL_STATS },
 		{ "crash-points", required_argument, NULL, GETOPT_VAL_CRASH_POINTS },
+		{ "no-log-optimizations", no_argument, NULL, GETOPT_VAL_NO_LOG_OPT },
 		{ "mount-options", required_argument, NULL, 'o' },
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct cmd_common common = CMD_COMMON_INIT;
-	bool commit = false, strict = false, stats = false;
+	bool commit = false, strict = false, stats = false, no_log_opt = false;
 	struct tlog_open_opts opts;
 	struct wl_script script;
 	struct run_ctx rc = { 0 };
@@ -662,6 +671,9 @@ static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 			break;
 		case GETOPT_VAL_CRASH_POINTS:
 			rc.crash_dir = optarg;
+			break;
+		case GETOPT_VAL_NO_LOG_OPT:
+			no_log_opt = true;
 			break;
 		}
 	}
@@ -693,6 +705,7 @@ static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 		error_errno(err, "cannot open %s", image);
 		goto out;
 	}
+	rc.mnt->log_unoptimized = no_log_opt;
 	if (options) {
 		err = tlog_mount_set_options(rc.mnt, options);
 		if (err) {

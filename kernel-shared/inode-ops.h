@@ -117,6 +117,8 @@ struct tlog_mount_stats {
 	u64 inodes_logged;		/* btrfs_log_inode calls that logged */
 	u64 items_copied;		/* inode items put in a log tree (checksums aside) */
 	u64 deletion_searches;		/* searches deleting an inode's old log items */
+	u64 deletion_searches_first_logging;	/* of those, for inodes not logged before */
+	u64 log_searches;		/* searches of a log tree by the logger */
 	u64 log_syncs;
 	u64 log_blocks_written;
 	u64 full_commits;		/* fsyncs that committed, a reason each: */
@@ -155,6 +157,13 @@ struct tlog_mount {
 	u64 reserved_bound;
 	/* the log transaction: counts log syncs (root->log_transid, one for all roots) */
 	u64 log_transid;
+	/*
+	 * The logger without the kernel's search-saving optimisations (old
+	 * log items dropped even for an inode not logged before in the
+	 * transaction, items copied one at a time): the same log, for
+	 * bench/fsync to measure what they save.
+	 */
+	bool log_unoptimized;
 	struct tlog_mount_stats stats;
 };
 

@@ -108,6 +108,27 @@ static bool inode_logged(const struct log_ctx *ctx, const struct tlog_inode *ino
 }
 
 /*
+ * Whether the log may hold items of the inode being logged, which must go
+ * before new ones come: only when it was logged before in this
+ * transaction.  The kernel's optimisation of skipping those searches (and
+ * the logged-i_size search) for an inode logged for the first time is
+ * switched off by mnt->log_unoptimized, for bench/fsync to measure it.
+ */
+static bool may_be_in_log(const struct log_ctx *ctx)
+{
+	return ctx->logged_before || ctx->mnt->log_unoptimized;
+}
+
+/* A deletion search in the log; counted apart when the inode was not logged before. */
+static void count_deletion_search(struct log_ctx *ctx)
+{
+	ctx->mnt->stats.deletion_searches++;
+	ctx->mnt->stats.log_searches++;
+	if (!ctx->logged_before)
+		ctx->mnt->stats.deletion_searches_first_logging++;
+}
+
+/*
  * btrfs_inode_in_log: logged in this transaction, unchanged since, and
  * that logging synced (a new name is logged without a sync).
  */
@@ -164,6 +185,7 @@ static int log_inode_item(struct log_ctx *ctx, const struct tlog_inode *inode,
 	int ret;
 
 	fill_inode_item(ctx, inode, mode, logged_isize, &item);
+	ctx->mnt->stats.log_searches++;
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot_for_write(ctx->trans, ctx->log, &key, &path, 0);
 	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) == sizeof(item))
@@ -182,7 +204,7 @@ static int drop_inode_items(struct log_ctx *ctx, const struct tlog_inode *inode,
 	struct btrfs_key min = { inode->ino, 0, 0 };
 	struct btrfs_key max = { inode->ino, max_type, (u64)-1 };
 
-	ctx->mnt->stats.deletion_searches++;
+	count_deletion_search(ctx);
 	return btrfs_delete_items_range(ctx->trans, ctx->log, &min, &max, NULL);
 }
 
@@ -192,7 +214,7 @@ static int drop_log_extents(struct log_ctx *ctx, const struct tlog_inode *inode,
 {
 	u64 found;
 
-	ctx->mnt->stats.deletion_searches++;
+	count_deletion_search(ctx);
 	return btrfs_drop_file_extents(ctx->trans, ctx->log, inode->ino, start, end, &found);
 }
 
@@ -208,6 +230,7 @@ static int log_hole(struct log_ctx *ctx, const struct tlog_inode *inode, u64 sta
 	btrfs_set_file_extent_item_ram_bytes(&fi, len);
 	btrfs_set_file_extent_item_generation(&fi, ctx->trans->transid);
 	btrfs_set_file_extent_item_type(&fi, BTRFS_FILE_EXTENT_REG);
+	ctx->mnt->stats.log_searches++;
 	ret = btrfs_insert_item(ctx->trans, ctx->log, &key, &fi, sizeof(fi));
 	if (!ret)
 		ctx->mnt->stats.items_copied++;
@@ -240,6 +263,25 @@ static int log_extent_csums(struct log_ctx *ctx, const struct tlog_inode *inode,
 }
 
 /*
+ * Items [@slot, @slot + @nr) of @leaf into the log in one insertion (the
+ * XFS-style contiguous copy; one at a time with the optimisations off).
+ */
+static int copy_run(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot, int nr)
+{
+	int ret = 0;
+
+	if (!ctx->mnt->log_unoptimized) {
+		ctx->mnt->stats.log_searches++;
+		return btrfs_copy_items(ctx->trans, ctx->log, leaf, slot, nr);
+	}
+	for (int i = slot; !ret && i < slot + nr; i++) {
+		ctx->mnt->stats.log_searches++;
+		ret = btrfs_copy_items(ctx->trans, ctx->log, leaf, i, 1);
+	}
+	return ret;
+}
+
+/*
  * copy_items: @nr items of @leaf from @slot into the log, with the
  * checksums of the new extents among them.
  */
@@ -263,7 +305,7 @@ static int copy_items(struct log_ctx *ctx, const struct tlog_inode *inode,
 		if (ret)
 			return ret;
 	}
-	ret = btrfs_copy_items(ctx->trans, ctx->log, leaf, slot, nr);
+	ret = copy_run(ctx, leaf, slot, nr);
 	if (!ret)
 		ctx->mnt->stats.items_copied += nr;
 	return ret;
@@ -478,7 +520,7 @@ static int log_one_extent(struct log_ctx *ctx, const struct tlog_inode *inode,
 {
 	int ret = 0;
 
-	if (ctx->logged_before)
+	if (may_be_in_log(ctx))
 		ret = drop_log_extents(ctx, inode, ext->start, ext->end);
 	return ret ? ret : copy_items(ctx, inode, leaf, slot, 1);
 }
@@ -505,7 +547,7 @@ static int log_hole_run(struct log_ctx *ctx, const struct tlog_inode *inode,
 		if (ext.end <= pos)
 			continue;
 		if (iter.key.offset > pos) {
-			if (ctx->logged_before)
+			if (may_be_in_log(ctx))
 				ret = drop_log_extents(ctx, inode, pos, iter.key.offset);
 			if (!ret)
 				ret = log_hole(ctx, inode, pos, iter.key.offset - pos);
@@ -518,7 +560,7 @@ static int log_hole_run(struct log_ctx *ctx, const struct tlog_inode *inode,
 		ret = iter.ret;
 	btrfs_tree_iter_end(&iter);
 	if (!ret && pos < run->end) {
-		if (ctx->logged_before)
+		if (may_be_in_log(ctx))
 			ret = drop_log_extents(ctx, inode, pos, run->end);
 		if (!ret)
 			ret = log_hole(ctx, inode, pos, run->end - pos);
@@ -596,6 +638,7 @@ static int insert_dir_log_key(struct log_ctx *ctx, u64 dir, u64 first, u64 last)
 	struct btrfs_path path;
 	int ret;
 
+	ctx->mnt->stats.log_searches++;
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot_for_write(ctx->trans, ctx->log, &key, &path, 0);
 	if (ret == 0 && btrfs_item_size(path.nodes[0], path.slots[0]) == sizeof(item)) {
@@ -626,7 +669,7 @@ static int flush_dir_items(struct log_ctx *ctx, struct tlog_inode *dir,
 
 	if (!nr)
 		return 0;
-	ret = btrfs_copy_items(ctx->trans, ctx->log, leaf, slot, nr);
+	ret = copy_run(ctx, leaf, slot, nr);
 	if (ret)
 		return ret;
 	ctx->mnt->stats.items_copied += nr;
@@ -809,6 +852,7 @@ static int logged_inode_size(struct log_ctx *ctx, const struct tlog_inode *inode
 	int ret;
 
 	*size = 0;
+	ctx->mnt->stats.log_searches++;
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot(ctx->log, &key, &path);
 	if (ret == 0) {
@@ -840,18 +884,18 @@ static int prepare_file(struct log_ctx *ctx, struct tlog_inode *inode, enum log_
 	*max_type = inode->full_sync && mode == LOG_INODE_ALL ? (u8)-1 : BTRFS_XATTR_ITEM_KEY;
 	if (inode->full_sync) {
 		if (mode == LOG_INODE_EXISTS)
-			return ctx->logged_before ? drop_inode_items(ctx, inode, *max_type) : 0;
+			return may_be_in_log(ctx) ? drop_inode_items(ctx, inode, *max_type) : 0;
 		inode->full_sync = false;
 		inode->needs_full_log = false;
-		if (!ctx->logged_before)
+		if (!may_be_in_log(ctx))
 			return 0;
-		ctx->mnt->stats.deletion_searches++;
+		count_deletion_search(ctx);
 		return btrfs_delete_objectid_items(ctx->trans, ctx->log, inode->ino);
 	}
 	if (inode->needs_full_log || mode == LOG_INODE_EXISTS) {
 		inode->needs_full_log = false;
 		*fast_search = mode == LOG_INODE_ALL;
-		return ctx->logged_before ? drop_inode_items(ctx, inode, *max_type) : 0;
+		return may_be_in_log(ctx) ? drop_inode_items(ctx, inode, *max_type) : 0;
 	}
 	*fast_search = mode == LOG_INODE_ALL;
 	*max_type = 0;
@@ -884,9 +928,9 @@ static int btrfs_log_inode(struct log_ctx *ctx, struct tlog_inode *inode, enum l
 		return ret;
 	if (S_ISDIR(imode)) {
 		inode->needs_full_log = false;
-		ret = ctx->logged_before ? drop_inode_items(ctx, inode, BTRFS_XATTR_ITEM_KEY) : 0;
+		ret = may_be_in_log(ctx) ? drop_inode_items(ctx, inode, BTRFS_XATTR_ITEM_KEY) : 0;
 	} else {
-		if (mode == LOG_INODE_EXISTS && ctx->logged_before)
+		if (mode == LOG_INODE_EXISTS && may_be_in_log(ctx))
 			ret = logged_inode_size(ctx, inode, &logged_isize);
 		if (!ret)
 			ret = prepare_file(ctx, inode, mode, &fast_search, &max_type);

@@ -214,6 +214,27 @@ tl ls -l "$simg" /s > "$TMP/ls" || fail "ls /s"
 grep -q '^d.* 5 *6 .* d$' "$TMP/ls" || { cat "$TMP/ls"; fail "chown /s/ld/: a trailing slash follows"; }
 grep -q '^-.* 0 *0 *4 .* nothere$' "$TMP/ls" || { cat "$TMP/ls"; fail "write through a dangling link makes its target"; }
 
+# ---- the logger's optimisations: the same log, fewer searches ----
+scn="$TOP/tests/kernel/replay-scenarios"
+cat "$scn/023-dir-fsync-new-entries.tlw" "$scn/044-truncate-grow-fsync.tlw" |
+	grep -v '^sync' > "$TMP/opt.tlw"
+for v in on off; do
+	opt=; [ $v = off ] && opt=--no-log-optimizations
+	tl mkfs -q -b 256M "$TMP/opt-$v.img" || fail "mkfs"
+	SOURCE_DATE_EPOCH=1700000000 tl run $opt --stats --format json "$TMP/opt-$v.img" "$TMP/opt.tlw" \
+		> "$TMP/opt-$v.json" 2> "$TMP/opt-$v.err" || { cat "$TMP/opt-$v.err"; fail "run ($v)"; }
+	tl dump-log "$TMP/opt-$v.img" | grep -v '^log root tree\|^log tree of' > "$TMP/opt-$v.log"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["log_syncs"], d["deletion_searches_first_logging"], d["log_searches"])' \
+		"$TMP/opt-$v.json" > "$TMP/opt-$v.n"
+done
+diff "$TMP/opt-on.log" "$TMP/opt-off.log" || fail "--no-log-optimizations changes the log"
+read -r syncs first_on searches_on < "$TMP/opt-on.n"
+read -r _ first_off searches_off < "$TMP/opt-off.n"
+[ "$syncs" -gt 1 ] || fail "the script synced no log ($syncs)"
+[ "$first_on" = 0 ] || fail "$first_on deletion searches for inodes logged the first time"
+[ "$first_off" -gt 0 ] && [ "$searches_off" -gt "$searches_on" ] ||
+	fail "without the optimisations: $first_off first-time deletion searches, $searches_off log searches (with: $searches_on)"
+
 # ---- bad targets ----
 rc=0
 tl run "$TMP/missing.img" "$TMP/pc.tlw" 2> "$TMP/err" || rc=$?
@@ -221,4 +242,4 @@ tl run "$TMP/missing.img" "$TMP/pc.tlw" 2> "$TMP/err" || rc=$?
 rc=0
 tl run "$img" "$TMP/missing.tlw" 2> "$TMP/err" || rc=$?
 [ $rc = 2 ] && grep -q "cannot open" "$TMP/err" || { cat "$TMP/err"; fail "a missing script: exit $rc"; }
-echo "run: syntax, refusals, strict, power cut, epoch, stats, options, path walks, bad targets"
+echo "run: syntax, refusals, strict, power cut, epoch, stats, options, path walks, log optimisations, bad targets"
