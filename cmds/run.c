@@ -27,6 +27,7 @@
 #include "inode.h"
 #include "messages.h"
 #include "open.h"
+#include "contract.h"
 #include "filecopy.h"
 #include "output.h"
 #include "progress.h"
@@ -64,6 +65,11 @@ static const char * const run_usage[] = {
 	"                    logged, items copied, log and deletion searches, log",
 	"                    syncs and blocks, full commits and their reasons",
 	"                    (with --format json, as JSON)",
+	"--check-contract    after each sync and fsync, replay the log in memory and",
+	"                    check that every file and directory fsynced and not",
+	"                    changed since has what it had at its fsync (size, data,",
+	"                    mode, names, xattrs, entries); violations are reported",
+	"                    as SCRIPT:LINE: contract broken: ... and exit 1",
 	"--no-log-optimizations",
 	"                    write the same log without the kernel's search-saving",
 	"                    optimisations (bench/fsync measures them)",
@@ -77,6 +83,7 @@ enum {
 	GETOPT_VAL_STATS,
 	GETOPT_VAL_CRASH_POINTS,
 	GETOPT_VAL_NO_LOG_OPT,
+	GETOPT_VAL_CHECK_CONTRACT,
 };
 
 struct run_ctx {
@@ -86,6 +93,10 @@ struct run_ctx {
 	/* --crash-points: where, of which image, how many so far (and reflinked) */
 	const char *crash_dir, *image;
 	u64 crash_points, crash_clones;
+	/* --check-contract: the fsynced inodes' states, checks made, violations */
+	struct tlog_contract *contract;
+	u64 contract_checks, contract_violations;
+	unsigned int line;		/* of the operation running */
 };
 
 /* "PATH/": the path walk then wants a directory at the end. */
@@ -347,6 +358,8 @@ static int with_inode(struct run_ctx *rc, const struct wl_cmd *c)
 	case WL_FDATASYNC:
 		err = tlog_fsync(mnt, inode, c->op == WL_FDATASYNC);
 		rc->syncs++;
+		if (!err && rc->contract)
+			err = tlog_contract_record(rc->contract, mnt, inode, c->line);
 		break;
 	default:
 		err = -EINVAL;
@@ -456,6 +469,36 @@ static bool is_sync_op(const struct wl_cmd *c)
 	return c->op == WL_SYNC || c->op == WL_FSYNC || c->op == WL_FDATASYNC;
 }
 
+static void report_violation(void *arg, unsigned int fsync_line, const char *what)
+{
+	struct run_ctx *rc = arg;
+
+	fprintf(stderr, "%s:%u: contract broken: %s (fsync at line %u)\n", rc->script->name,
+		rc->line, what, fsync_line);
+}
+
+/*
+ * --check-contract after a sync or fsync: the image's log replayed in
+ * memory must give every inode fsynced and unchanged since what it had
+ * at its fsync.
+ */
+static int check_contract(struct run_ctx *rc, unsigned int line)
+{
+	int ret;
+
+	rc->line = line;
+	ret = tlog_contract_check(rc->contract, rc->mnt, report_violation, rc);
+	if (ret < 0) {
+		fprintf(stderr, "%s:%u: contract broken: the log does not replay (%s)\n",
+			rc->script->name, line, tlog_error_get() ? tlog_error_get() : strerror(-ret));
+		tlog_error_clear();
+		ret = 1;
+	}
+	rc->contract_checks++;
+	rc->contract_violations += (u64)ret;
+	return 0;
+}
+
 static int run_script(struct run_ctx *rc, bool strict, bool commit)
 {
 	const struct wl_script *s = rc->script;
@@ -472,12 +515,13 @@ static int run_script(struct run_ctx *rc, bool strict, bool commit)
 		err = run_one(rc, c);
 		if (!err) {
 			rc->ops_done++;
-			if (rc->crash_dir && is_sync_op(c)) {
+			if (rc->crash_dir && is_sync_op(c))
 				err = save_crash_point(rc, c->line);
-				if (err) {
-					progress_end(&progress);
-					return err;
-				}
+			if (!err && rc->contract && is_sync_op(c))
+				err = check_contract(rc, c->line);
+			if (err) {
+				progress_end(&progress);
+				return err;
 			}
 			continue;
 		}
@@ -532,6 +576,11 @@ static int print_stats(const struct run_ctx *rc, const char *image, enum output_
 		json_add_u64(o, "deletion_searches_first_logging", st->deletion_searches_first_logging);
 		json_add_u64(o, "log_searches", st->log_searches);
 		json_add_u64(o, "log_syncs", st->log_syncs);
+		if (rc->contract) {
+			json_add_u64(o, "contract_checks", rc->contract_checks);
+			json_add_u64(o, "contract_inodes_checked", tlog_contract_checked(rc->contract));
+			json_add_u64(o, "contract_violations", rc->contract_violations);
+		}
 		if (rc->crash_dir) {
 			json_add_u64(o, "crash_points", rc->crash_points);
 			json_add_u64(o, "crash_points_reflinked", rc->crash_clones);
@@ -565,6 +614,10 @@ static int print_stats(const struct run_ctx *rc, const char *image, enum output_
 	if (rc->crash_dir)
 		printf("crash points: %" PRIu64 " in %s (%" PRIu64 " reflinked)\n", rc->crash_points,
 		       rc->crash_dir, rc->crash_clones);
+	if (rc->contract)
+		printf("contract checks: %" PRIu64 " (%llu inodes checked), violations: %" PRIu64 "\n",
+		       rc->contract_checks, tlog_contract_checked(rc->contract),
+		       rc->contract_violations);
 	return 0;
 }
 
@@ -613,6 +666,27 @@ static int parse_script(const char *path, struct wl_script *script)
 	return 0;
 }
 
+/*
+ * TLOG_LOG_BREAK=parents,new-dentries: logging rules left out on purpose,
+ * for the tests that show the contract check catching them.
+ */
+static unsigned int broken_rules_from_env(void)
+{
+	const char *v = getenv("TLOG_LOG_BREAK");
+	unsigned int rules = 0;
+
+	if (!v)
+		return 0;
+	if (strstr(v, "parents"))
+		rules |= TLOG_BREAK_PARENTS;
+	if (strstr(v, "new-dentries"))
+		rules |= TLOG_BREAK_NEW_DENTRIES;
+	if (rules)
+		fprintf(stderr, "%s: warning: TLOG_LOG_BREAK=%s: logging rules left out on purpose\n",
+			tlog_progname, v);
+	return rules;
+}
+
 /* --crash-points DIR: a directory (made if missing) and an image that is a regular file. */
 static int check_crash_dir(const char *dir, const char *image)
 {
@@ -641,6 +715,7 @@ static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 		{ "stats", no_argument, NULL, GETOPT_VAL_STATS },
 		{ "crash-points", required_argument, NULL, GETOPT_VAL_CRASH_POINTS },
 		{ "no-log-optimizations", no_argument, NULL, GETOPT_VAL_NO_LOG_OPT },
+		{ "check-contract", no_argument, NULL, GETOPT_VAL_CHECK_CONTRACT },
 		{ "mount-options", required_argument, NULL, 'o' },
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
@@ -675,6 +750,12 @@ static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 		case GETOPT_VAL_NO_LOG_OPT:
 			no_log_opt = true;
 			break;
+		case GETOPT_VAL_CHECK_CONTRACT:
+			if (!rc.contract && tlog_contract_new(&rc.contract)) {
+				error("out of memory");
+				return 1;
+			}
+			break;
 		}
 	}
 	check_argc(cmd, argc, 2, 2);
@@ -706,6 +787,7 @@ static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 		goto out;
 	}
 	rc.mnt->log_unoptimized = no_log_opt;
+	rc.mnt->log_broken = broken_rules_from_env();
 	if (options) {
 		err = tlog_mount_set_options(rc.mnt, options);
 		if (err) {
@@ -727,6 +809,11 @@ static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	rc.script = &script;
 	err = run_script(&rc, strict, commit);
+	if (!err && rc.contract_violations) {
+		error("the fsync contract was broken %llu time(s) (see above)",
+		      (unsigned long long)rc.contract_violations);
+		err = 1;
+	}
 	if (opts.fault_mode)
 		fprintf(stderr, "%s: fault injection %s: %llu writes issued\n", tlog_progname,
 			getenv(TLOG_FAULT_ENV), (unsigned long long)fs->bdev->nr_writes);
@@ -735,6 +822,7 @@ static int cmd_run(const struct cmd_struct *cmd, int argc, char **argv)
 out:
 	tlog_mount_close(rc.mnt);
 	tlog_close(fs);
+	tlog_contract_free(rc.contract);
 	wl_script_free(&script);
 	return err ? 1 : 0;
 }

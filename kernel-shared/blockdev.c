@@ -449,6 +449,185 @@ int tlog_bdev_wrap_fault(struct tlog_bdev *inner, int mode, u64 nth, struct tlog
 	return 0;
 }
 
+/* ---- copy-on-write overlays ---- */
+
+#define OVL_PAGE	4096u
+
+struct ovl_page {
+	u64 index;
+	struct ovl_page *next;
+	u8 data[OVL_PAGE];
+};
+
+struct overlay_bdev {
+	struct tlog_bdev *inner;
+	struct ovl_page **hash;
+	size_t hash_size, nr_pages;
+};
+
+static struct overlay_bdev *ovl_of(struct tlog_bdev *bdev)
+{
+	return bdev->priv;
+}
+
+static struct ovl_page **ovl_slot(struct overlay_bdev *ob, u64 index)
+{
+	struct ovl_page **pp = &ob->hash[(index * 0x9E3779B97F4A7C15ULL) >> 40 & (ob->hash_size - 1)];
+
+	while (*pp && (*pp)->index != index)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static int ovl_grow(struct overlay_bdev *ob)
+{
+	size_t old = ob->hash_size, size = old ? 2 * old : 1024;
+	struct ovl_page **hash = calloc(size, sizeof(*hash)), **prev = ob->hash;
+
+	if (!hash)
+		return -ENOMEM;
+	ob->hash = hash;
+	ob->hash_size = size;
+	for (size_t i = 0; i < old; i++) {
+		while (prev[i]) {
+			struct ovl_page *p = prev[i];
+
+			prev[i] = p->next;
+			p->next = NULL;
+			*ovl_slot(ob, p->index) = p;
+		}
+	}
+	free(prev);
+	return 0;
+}
+
+static int ovl_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
+{
+	struct overlay_bdev *ob = ovl_of(bdev);
+	u8 *out = buf;
+
+	while (len) {
+		u64 index = offset / OVL_PAGE;
+		size_t in_page = offset % OVL_PAGE, n = OVL_PAGE - in_page;
+		struct ovl_page *p = ob->hash_size ? *ovl_slot(ob, index) : NULL;
+		int ret;
+
+		if (n > len)
+			n = len;
+		if (p) {
+			memcpy(out, p->data + in_page, n);
+		} else {
+			/* a run of pages the overlay lacks: one read of @inner */
+			while (n < len && !(ob->hash_size && *ovl_slot(ob, (offset + n) / OVL_PAGE)))
+				n += len - n < OVL_PAGE ? len - n : OVL_PAGE;
+			ret = tlog_bdev_read(ob->inner, out, n, offset);
+			if (ret)
+				return ret;
+		}
+		out += n;
+		offset += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int ovl_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset)
+{
+	struct overlay_bdev *ob = ovl_of(bdev);
+	const u8 *in = buf;
+
+	while (len) {
+		u64 index = offset / OVL_PAGE;
+		size_t in_page = offset % OVL_PAGE, n = OVL_PAGE - in_page;
+		struct ovl_page **pp, *p;
+		int ret;
+
+		if (n > len)
+			n = len;
+		if (ob->nr_pages >= ob->hash_size && (ret = ovl_grow(ob)))
+			return ret;
+		pp = ovl_slot(ob, index);
+		p = *pp;
+		if (!p) {
+			p = malloc(sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			p->index = index;
+			p->next = NULL;
+			if (n < OVL_PAGE) {
+				u64 start = index * OVL_PAGE;
+				size_t have = start >= ob->inner->size ? 0 :
+					      ob->inner->size - start < OVL_PAGE ?
+					      (size_t)(ob->inner->size - start) : OVL_PAGE;
+
+				memset(p->data, 0, OVL_PAGE);
+				if (have && (ret = tlog_bdev_read(ob->inner, p->data, have, start))) {
+					free(p);
+					return ret;
+				}
+			}
+			*pp = p;
+			ob->nr_pages++;
+		}
+		memcpy(p->data + in_page, in, n);
+		in += n;
+		offset += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int ovl_flush(struct tlog_bdev *bdev)
+{
+	(void)bdev;
+	return 0;
+}
+
+static void ovl_close(struct tlog_bdev *bdev)
+{
+	struct overlay_bdev *ob = ovl_of(bdev);
+
+	for (size_t i = 0; i < ob->hash_size; i++) {
+		while (ob->hash[i]) {
+			struct ovl_page *p = ob->hash[i];
+
+			ob->hash[i] = p->next;
+			free(p);
+		}
+	}
+	free(ob->hash);
+	tlog_bdev_close(ob->inner);
+	free(ob);
+}
+
+static const struct tlog_bdev_ops overlay_bdev_ops = {
+	.read = ovl_read,
+	.write = ovl_write,
+	.flush = ovl_flush,
+	.close = ovl_close,
+};
+
+int tlog_bdev_wrap_overlay(struct tlog_bdev *inner, struct tlog_bdev **ret)
+{
+	struct tlog_bdev *bdev = calloc(1, sizeof(*bdev));
+	struct overlay_bdev *ob = calloc(1, sizeof(*ob));
+
+	if (!bdev || !ob || !(bdev->name = strdup(inner->name))) {
+		free(ob);
+		free(bdev);
+		return -ENOMEM;
+	}
+	ob->inner = tlog_bdev_get(inner);
+	bdev->refs = 1;
+	bdev->priv = ob;
+	bdev->ops = &overlay_bdev_ops;
+	bdev->size = inner->size;
+	bdev->writable = true;
+	bdev->is_blockdev = inner->is_blockdev;
+	*ret = bdev;
+	return 0;
+}
+
 /* ---- memory devices ---- */
 
 static u8 *mem_data(struct tlog_bdev *bdev)

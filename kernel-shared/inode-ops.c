@@ -366,6 +366,7 @@ int tlog_iforget(struct tlog_mount *mnt, struct tlog_inode *inode)
 void tlog_inode_mark_dirty(struct tlog_mount *mnt, struct tlog_inode *inode)
 {
 	inode->item_dirty = true;
+	inode->changes++;
 	if (mnt->trans)
 		inode->last_trans = mnt->trans->transid;
 	/* btrfs_set_inode_last_trans: a logged inode is no longer all in the log */

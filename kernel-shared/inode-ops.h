@@ -73,6 +73,7 @@ struct tlog_inode {
 	/* ---- state of the inode for the logging code (tree-log.c) ---- */
 	u64 generation;			/* transid of its creation */
 	u64 last_trans;			/* transaction of its last change */
+	u64 changes;			/* counts its changes, for observers (contract.c) */
 	u64 logged_trans;		/* transaction in which it was last logged */
 	/*
 	 * btrfs_record_unlink_dir's mark: on an inode, the last transaction
@@ -164,8 +165,17 @@ struct tlog_mount {
 	 * bench/fsync to measure what they save.
 	 */
 	bool log_unoptimized;
+	/*
+	 * Tests only (TLOG_LOG_BREAK in tlogctl run): a logging rule left
+	 * out on purpose, to show that the fsync contract check and the
+	 * kernel comparisons catch it.  TLOG_BREAK_* bits; 0 in real use.
+	 */
+	unsigned int log_broken;
 	struct tlog_mount_stats stats;
 };
+
+#define TLOG_BREAK_PARENTS	(1U << 0)	/* no btrfs_log_all_parents */
+#define TLOG_BREAK_NEW_DENTRIES	(1U << 1)	/* no log_new_dir_dentries */
 
 /* ---- the mount ---- */
 

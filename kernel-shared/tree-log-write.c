@@ -1447,8 +1447,9 @@ static int log_inode_parent(struct log_ctx *ctx, struct tlog_inode *inode, enum 
 	if (S_ISREG(tlog_inode_mode(inode)) && inode->generation < ctx->trans->transid &&
 	    inode->last_unlink_trans < ctx->trans->transid)
 		return 0;
-	log_dentries = ctx->log_new_dentries;
-	if (inode->last_unlink_trans >= ctx->trans->transid)
+	log_dentries = ctx->log_new_dentries && !(ctx->mnt->log_broken & TLOG_BREAK_NEW_DENTRIES);
+	if (inode->last_unlink_trans >= ctx->trans->transid &&
+	    !(ctx->mnt->log_broken & TLOG_BREAK_PARENTS))
 		ret = log_all_parents(ctx, inode);
 	if (!ret)
 		ret = log_all_new_ancestors(ctx, inode);

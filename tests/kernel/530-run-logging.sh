@@ -7,7 +7,7 @@
 #   A: the kernel's crash image - loop mount with commit=3600, the
 #      script through wl-exec.py, the image copied while still mounted;
 #   B: tlogctl run (no --commit) of the same script: the power cut after
-#      its last operation.
+#      its last operation, with --check-contract (no violation allowed).
 # Both are mounted by the kernel, which replays each log, and walked
 # (tests/tools/treecmp.py); the trees must be the same, btrfs check must
 # find nothing in B after the kernel's replay, and "tlogctl replay-log" of
@@ -74,7 +74,7 @@ for script in "${scripts[@]}"; do
 	rm -f "$d/fresh.img"
 
 	# B: tlogctl run, no --commit
-	if ! tl run ${mntopts:+-o "$mntopts"} --stats --format json "$d/B.img" "$script" \
+	if ! tl run ${mntopts:+-o "$mntopts"} --check-contract --stats --format json "$d/B.img" "$script" \
 		> "$d/B.stats" 2> "$d/B.err"; then
 		cat "$d/B.err"
 		FAILS+=("$name: tlogctl run failed")

@@ -135,14 +135,19 @@ crash_walk() {
 }
 
 # crash_compare NAME SCRIPT MNTOPTS: the power cut after the last
-# operation, by tlogctl run without --commit (C) against the kernel's
+# operation, by tlogctl run --check-contract without --commit (C: no
+# contract violation) against the kernel's
 # crash image (A.crash): both mounted by the kernel, which replays each
 # log, must give the same tree; btrfs check finds nothing in C after the
 # replay; tlogctl replay-log of another copy (D) gives the same tree too.
 crash_compare() {
 	local name="$1" script="$2" mntopts="$3" d="$SCN_DIR" bad=0
-	run_nocrash "$d/C" "$TLOGCTL" run --stats ${mntopts:+-o "$mntopts"} "$d/C.img" "$script" ||
-		fail "$name: tlogctl run (power cut) crashed"
+	run_nocrash "$d/C" "$TLOGCTL" run --check-contract --stats ${mntopts:+-o "$mntopts"} \
+		"$d/C.img" "$script" || fail "$name: tlogctl run (power cut) crashed"
+	if grep -q 'contract broken' "$d/C.err"; then
+		grep 'contract broken' "$d/C.err" | head -5 | sed 's/^/    /'
+		fail "$name: tlogctl run --check-contract finds the fsync contract broken"
+	fi
 	[ "$(cat "$d/C.rc")" = "$(cat "$d/A.rc")" ] ||
 		fail "$name: tlogctl run without --commit exited $(cat "$d/C.rc")"
 	sed -n 's/^fsync full commits: //p' "$d/C.out" > "$d/C.commits"
