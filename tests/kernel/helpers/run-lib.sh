@@ -166,10 +166,17 @@ crash_compare() {
 	rm -f "$d/C.img"
 	if ! python3 -S "$TREECMP" diff --labels kernel-crash,tlogctl-crash "$d/Acrash.json" "$d/C.json" \
 		> "$d/crash.diff" 2>&1; then
-		echo "FAIL: $name: after a power cut and the kernel's log replay, the trees differ" \
-			"(tlogctl's full commits: $(cat "$d/C.commits")):"
-		head -"${TLOG_DIFF_LINES:-40}" "$d/crash.diff" | sed 's/^/    /'
-		bad=1
+		if [ "${RUN_CRASH_NOTES:-0}" = 1 ]; then
+			# known differences (see the caller): shown and counted, not failed
+			echo "crash-note: after a power cut and the kernel's log replay, the trees differ" \
+				"(tlogctl's full commits: $(cat "$d/C.commits")):"
+			head -12 "$d/crash.diff" | sed 's/^/    /'
+		else
+			echo "FAIL: $name: after a power cut and the kernel's log replay, the trees differ" \
+				"(tlogctl's full commits: $(cat "$d/C.commits")):"
+			head -"${TLOG_DIFF_LINES:-40}" "$d/crash.diff" | sed 's/^/    /'
+			bad=1
+		fi
 	fi
 	if ! run_nocrash "$d/D" "$TLOGCTL" replay-log "$d/D.img" || [ "$(cat "$d/D.rc")" != 0 ]; then
 		echo "FAIL: $name: tlogctl replay-log of tlogctl's crash image:"
