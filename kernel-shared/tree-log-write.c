@@ -1071,9 +1071,9 @@ struct name_override {
 };
 
 /*
- * The names of @inode, new in this transaction or itself logged as a
- * conflict, against the names of the last commit: each other inode a name
- * belonged to is queued for log_conflicting_inodes.
+ * The names of @inode - new in this transaction, renamed or linked in it,
+ * or itself logged as a conflict - against the names of the last commit:
+ * each other inode a name belonged to is queued for log_conflicting_inodes.
  */
 static int check_ref_name_overrides(struct log_ctx *ctx, const struct tlog_inode *inode)
 {
@@ -1085,7 +1085,13 @@ static int check_ref_name_overrides(struct log_ctx *ctx, const struct tlog_inode
 	size_t nr = 0;
 	int ret;
 
-	if (inode->generation < ctx->trans->transid && !ctx->logging_conflicts)
+	/*
+	 * A new inode, and (as the 6.18 kernel does, seen on its logs) one
+	 * given a name by a rename or link in this transaction: the name
+	 * may be one another inode had at the last commit.
+	 */
+	if (inode->generation < ctx->trans->transid && !ctx->logging_conflicts &&
+	    inode->last_unlink_trans < ctx->trans->transid)
 		return 0;
 	ret = btrfs_read_commit_root(ctx->trans->fs, inode->root->root_key.objectid, &committed);
 	if (ret == -ENOENT) {

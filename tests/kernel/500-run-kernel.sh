@@ -28,8 +28,8 @@
 # btrfs check clean, and tlogctl replay-log must agree with the kernel's
 # replay (helpers/run-lib.sh crash_compare).  For the random scripts a
 # difference of the two replayed trees is printed and counted as a note,
-# not a failure: about one in four differs, some where the kernel commits
-# under metadata pressure (64 KiB nodes on small images), some not
+# not a failure: about one in ten differs, some where the kernel commits
+# under metadata pressure (64 KiB nodes even on 2G images), some not
 # understood yet; the scenarios and the CrashMonkey corpus must agree.
 . "$(dirname "$0")/../common.sh"
 . "$(dirname "$0")/helpers/replay-lib.sh"
