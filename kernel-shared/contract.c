@@ -17,6 +17,7 @@
 
 #include "blockdev.h"
 #include "contract.h"
+#include "dir-item.h"
 #include "errctx.h"
 #include "file.h"
 #include "inode.h"
@@ -131,34 +132,18 @@ static void hex(char *out, const char *name, u16 len)
 
 static int capture_names(struct btrfs_root *root, u64 ino, struct inode_state *st)
 {
-	struct btrfs_key min = { ino, BTRFS_INODE_REF_KEY, 0 };
-	struct btrfs_key max = { ino, BTRFS_INODE_EXTREF_KEY, (u64)-1 };
-	struct btrfs_tree_iter iter;
+	struct tlog_ref_name *names;
 	struct lines l = { 0 };
-	int ret = 0;
+	size_t nr;
+	int ret = btrfs_inode_names(root, ino, &names, &nr);
 
-	btrfs_for_each_item(root, &iter, &min, &max) {
-		u32 size = btrfs_item_size(iter.leaf, iter.slot), cur = 0;
+	for (size_t i = 0; !ret && i < nr; i++) {
+		char h[2 * 255 + 1];
 
-		while (!ret && cur < size) {
-			struct tlog_ref_entry re;
-			char h[2 * 255 + 1];
-			int len = btrfs_ref_entry_at(iter.leaf, iter.slot, &iter.key, cur, &re, NULL, 0);
-
-			if (len <= 0) {
-				ret = len < 0 ? len : -EUCLEAN;
-				break;
-			}
-			cur += (u32)len;
-			hex(h, re.name, re.name_len);
-			ret = lines_add(&l, "%llu %s", (unsigned long long)re.parent, h);
-		}
-		if (ret)
-			break;
+		hex(h, names[i].name, names[i].len);
+		ret = lines_add(&l, "%llu %s", (unsigned long long)names[i].parent, h);
 	}
-	if (!ret && iter.ret < 0)
-		ret = iter.ret;
-	btrfs_tree_iter_end(&iter);
+	free(names);
 	if (ret) {
 		lines_free(&l);
 		return ret;

@@ -379,27 +379,54 @@ int btrfs_delete_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u6
 	return lookup_inode_ref(trans, root, ino, parent, name, len, index);
 }
 
-int btrfs_count_inode_names(struct btrfs_root *root, u64 ino, u32 *count)
+int btrfs_inode_names(struct btrfs_root *root, u64 ino, struct tlog_ref_name **names,
+		      size_t *nr)
 {
 	struct btrfs_key min = { ino, BTRFS_INODE_REF_KEY, 0 };
 	struct btrfs_key max = { ino, BTRFS_INODE_EXTREF_KEY, (u64)-1 };
 	struct btrfs_tree_iter iter;
 	int ret = 0;
 
-	*count = 0;
+	*names = NULL;
+	*nr = 0;
 	btrfs_for_each_item(root, &iter, &min, &max) {
-		struct tlog_ref_name *names;
-		int nr;
+		struct tlog_ref_name *item, *all;
+		int n;
 
-		ret = btrfs_decode_ref_item(iter.leaf, iter.slot, &names, &nr);
+		ret = btrfs_decode_ref_item(iter.leaf, iter.slot, &item, &n);
 		if (ret)
 			break;
-		*count += nr;
-		free(names);
+		all = realloc(*names, (*nr + (size_t)n) * sizeof(*all));
+		if (!all && n) {
+			free(item);
+			ret = -ENOMEM;
+			break;
+		}
+		if (n)
+			memcpy(all + *nr, item, (size_t)n * sizeof(*all));
+		*names = all;
+		*nr += (size_t)n;
+		free(item);
 	}
 	if (!ret && iter.ret < 0)
 		ret = iter.ret;
 	btrfs_tree_iter_end(&iter);
+	if (ret) {
+		free(*names);
+		*names = NULL;
+		*nr = 0;
+	}
+	return ret;
+}
+
+int btrfs_count_inode_names(struct btrfs_root *root, u64 ino, u32 *count)
+{
+	struct tlog_ref_name *names;
+	size_t nr;
+	int ret = btrfs_inode_names(root, ino, &names, &nr);
+
+	free(names);
+	*count = ret ? 0 : (u32)nr;
 	return ret;
 }
 

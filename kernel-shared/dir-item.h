@@ -47,6 +47,12 @@ int btrfs_find_inode_ref(struct btrfs_root *root, u64 ino, u64 parent, const cha
 			 u16 len, u64 *index);
 /* Count every name of @ino (INODE_REF and INODE_EXTREF entries). */
 int btrfs_count_inode_names(struct btrfs_root *root, u64 ino, u32 *count);
+/*
+ * Every name of @ino in @root (INODE_REF and INODE_EXTREF entries, in key
+ * order): *@names (freed by the caller, NULL when none) and *@nr.
+ */
+int btrfs_inode_names(struct btrfs_root *root, u64 ino, struct tlog_ref_name **names,
+		      size_t *nr);
 /* Add the name (@parent, @name, @index) to @ino's INODE_REF item for @parent. */
 int btrfs_insert_inode_ref(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
 			   u64 parent, const char *name, u16 len, u64 index);

@@ -1065,11 +1065,6 @@ static int add_conflicting_inode(struct log_ctx *ctx, struct btrfs_root *committ
 	return 0;
 }
 
-/* A name of the inode being checked that belonged to another inode at the last commit. */
-struct name_override {
-	u64 parent, other;
-};
-
 /*
  * The names of @inode - new in this transaction, renamed or linked in it,
  * or itself logged as a conflict - against the names of the last commit:
@@ -1077,12 +1072,10 @@ struct name_override {
  */
 static int check_ref_name_overrides(struct log_ctx *ctx, const struct tlog_inode *inode)
 {
-	struct btrfs_key min = { inode->ino, BTRFS_INODE_REF_KEY, 0 };
-	struct btrfs_key max = { inode->ino, BTRFS_INODE_EXTREF_KEY, (u64)-1 };
+	struct tlog_ref_name *names;
 	struct btrfs_root committed;
-	struct btrfs_tree_iter iter;
-	struct name_override *found = NULL;
-	size_t nr = 0;
+	u64 *others = NULL;
+	size_t nr;
 	int ret;
 
 	/*
@@ -1100,43 +1093,21 @@ static int check_ref_name_overrides(struct log_ctx *ctx, const struct tlog_inode
 	}
 	if (ret)
 		return ret;
-	btrfs_for_each_item(inode->root, &iter, &min, &max) {
-		u32 size = btrfs_item_size(iter.leaf, iter.slot), cur = 0;
-
-		while (!ret && cur < size) {
-			struct tlog_ref_entry re;
-			u64 other;
-			int len = btrfs_ref_entry_at(iter.leaf, iter.slot, &iter.key, cur, &re, NULL, 0);
-
-			if (len <= 0) {
-				ret = len < 0 ? len : -EUCLEAN;
-				break;
-			}
-			cur += (u32)len;
-			ret = name_owner_at_commit(ctx, &committed, re.parent, re.name, re.name_len,
-						   inode->ino, &other);
-			if (!ret && other) {
-				struct name_override *p = realloc(found, (nr + 1) * sizeof(*found));
-
-				if (!p) {
-					ret = -ENOMEM;
-					break;
-				}
-				found = p;
-				found[nr].parent = re.parent;
-				found[nr].other = other;
-				nr++;
-			}
-		}
-		if (ret)
-			break;
-	}
-	if (!ret && iter.ret < 0)
-		ret = iter.ret;
-	btrfs_tree_iter_end(&iter);
+	ret = btrfs_inode_names(inode->root, inode->ino, &names, &nr);
+	if (ret)
+		return ret;
+	/* the owners first: queueing may log, and must not run under the walk */
+	others = calloc(nr ? nr : 1, sizeof(*others));
+	if (!others)
+		ret = -ENOMEM;
 	for (size_t i = 0; !ret && i < nr; i++)
-		ret = add_conflicting_inode(ctx, &committed, found[i].other, found[i].parent);
-	free(found);
+		ret = name_owner_at_commit(ctx, &committed, names[i].parent, names[i].name,
+					   names[i].len, inode->ino, &others[i]);
+	for (size_t i = 0; !ret && i < nr; i++)
+		if (others[i])
+			ret = add_conflicting_inode(ctx, &committed, others[i], names[i].parent);
+	free(others);
+	free(names);
 	return ret;
 }
 
@@ -1358,11 +1329,9 @@ static int log_new_dir_dentries(struct log_ctx *ctx, struct tlog_inode *start)
  */
 static int log_all_parents(struct log_ctx *ctx, struct tlog_inode *inode)
 {
-	struct btrfs_key min = { inode->ino, BTRFS_INODE_REF_KEY, 0 };
-	struct btrfs_key max = { inode->ino, BTRFS_INODE_EXTREF_KEY, (u64)-1 };
+	struct tlog_ref_name *names;
 	struct btrfs_root committed;
-	struct btrfs_tree_iter iter;
-	struct dir_list parents = { 0 };
+	size_t nr;
 	int ret;
 
 	ret = btrfs_read_commit_root(ctx->trans->fs, inode->root->root_key.objectid, &committed);
@@ -1370,40 +1339,14 @@ static int log_all_parents(struct log_ctx *ctx, struct tlog_inode *inode)
 		tlog_error_clear();
 		return 0;
 	}
+	if (!ret)
+		ret = btrfs_inode_names(&committed, inode->ino, &names, &nr);
 	if (ret)
 		return ret;
-	btrfs_for_each_item(&committed, &iter, &min, &max) {
-		u32 size = btrfs_item_size(iter.leaf, iter.slot), cur = 0;
-
-		if (iter.key.type == BTRFS_INODE_REF_KEY) {
-			ret = dir_list_push(&parents, iter.key.offset);
-			if (ret)
-				break;
-			continue;
-		}
-		while (cur < size) {
-			struct tlog_ref_entry re;
-			int len = btrfs_ref_entry_at(iter.leaf, iter.slot, &iter.key, cur, &re, NULL, 0);
-
-			if (len <= 0) {
-				ret = len < 0 ? len : -EUCLEAN;
-				break;
-			}
-			ret = dir_list_push(&parents, re.parent);
-			if (ret)
-				break;
-			cur += (u32)len;
-		}
-		if (ret)
-			break;
-	}
-	if (!ret && iter.ret < 0)
-		ret = iter.ret;
-	btrfs_tree_iter_end(&iter);
-	for (size_t i = 0; !ret && i < parents.nr; i++) {
+	for (size_t i = 0; !ret && i < nr; i++) {
 		struct tlog_inode *dir;
 
-		ret = tlog_iget(ctx->mnt, inode->root, parents.v[i], &dir);
+		ret = tlog_iget(ctx->mnt, inode->root, names[i].parent, &dir);
 		if (ret == -ENOENT) {
 			tlog_error_clear();
 			ret = force_commit(ctx, "an old parent directory of the inode was removed");
@@ -1419,7 +1362,7 @@ static int log_all_parents(struct log_ctx *ctx, struct tlog_inode *inode)
 		}
 		tlog_iput(ctx->mnt, dir);
 	}
-	free(parents.v);
+	free(names);
 	return ret;
 }
 
