@@ -90,7 +90,8 @@ static char *lines_join(struct lines *l)
 	size_t len = 1;
 	char *out, *p;
 
-	qsort(l->v, l->nr, sizeof(*l->v), cmp_str);
+	if (l->nr)
+		qsort(l->v, l->nr, sizeof(*l->v), cmp_str);
 	for (size_t i = 0; i < l->nr; i++)
 		len += strlen(l->v[i]) + 1;
 	out = p = malloc(len);
