@@ -77,13 +77,6 @@ u8 *tlog_bdev_memory_data(struct tlog_bdev *bdev);
 #define TLOG_FAULT_DROP		2
 int tlog_bdev_wrap_fault(struct tlog_bdev *inner, int mode, u64 nth, struct tlog_bdev **ret);
 
-/*
- * A copy-on-write overlay of @inner (a reference is taken): reads see
- * what was written through the overlay, kept in memory a page at a time,
- * and @inner elsewhere; nothing reaches @inner.  What a replay of a log
- * "in memory" runs on: the image is read, never changed.
- */
-int tlog_bdev_wrap_overlay(struct tlog_bdev *inner, struct tlog_bdev **ret);
 
 int tlog_bdev_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset);
 /* Read consecutive bytes at @offset into the pieces of @iov, in order. */

@@ -6,8 +6,8 @@
  * xattrs; a directory, its entries.  The model is the mount itself: the
  * state of the inode right after its fsync, kept until the inode changes
  * again.  A check replays the log of the image as it is on disk, in
- * memory (an overlay of the device: the image is not written), and
- * compares every inode still unchanged since its fsync.
+ * memory (the log view of tlog_apply_log_overlay: the image is not
+ * written), and compares every inode still unchanged since its fsync.
  */
 #ifndef TLOG_CONTRACT_H
 #define TLOG_CONTRACT_H
