@@ -115,6 +115,17 @@ static void lines_free(struct lines *l)
 	memset(l, 0, sizeof(*l));
 }
 
+/* The end of a capture: *@out the lines joined, unless @ret says it failed. */
+static int lines_finish(struct lines *l, int ret, char **out)
+{
+	if (ret) {
+		lines_free(l);
+		return ret;
+	}
+	*out = lines_join(l);
+	return *out ? 0 : -ENOMEM;
+}
+
 static void state_free(struct inode_state *st)
 {
 	free(st->names);
@@ -145,12 +156,7 @@ static int capture_names(struct btrfs_root *root, u64 ino, struct inode_state *s
 		ret = lines_add(&l, "%llu %s", (unsigned long long)names[i].parent, h);
 	}
 	free(names);
-	if (ret) {
-		lines_free(&l);
-		return ret;
-	}
-	st->names = lines_join(&l);
-	return st->names ? 0 : -ENOMEM;
+	return lines_finish(&l, ret, &st->names);
 }
 
 static int add_xattr(const struct tlog_dir_entry *de, void *arg)
@@ -178,12 +184,7 @@ static int capture_xattrs(struct btrfs_root *root, u64 ino, struct inode_state *
 	if (!ret && iter.ret < 0)
 		ret = iter.ret;
 	btrfs_tree_iter_end(&iter);
-	if (ret) {
-		lines_free(&l);
-		return ret;
-	}
-	st->xattrs = lines_join(&l);
-	return st->xattrs ? 0 : -ENOMEM;
+	return lines_finish(&l, ret, &st->xattrs);
 }
 
 static int add_entry(const struct tlog_dir_entry *de, void *arg)
@@ -197,14 +198,8 @@ static int add_entry(const struct tlog_dir_entry *de, void *arg)
 static int capture_entries(struct btrfs_root *root, u64 ino, struct inode_state *st)
 {
 	struct lines l = { 0 };
-	int ret = btrfs_iterate_dir(root, ino, add_entry, &l);
 
-	if (ret) {
-		lines_free(&l);
-		return ret;
-	}
-	st->entries = lines_join(&l);
-	return st->entries ? 0 : -ENOMEM;
+	return lines_finish(&l, btrfs_iterate_dir(root, ino, add_entry, &l), &st->entries);
 }
 
 static int capture_data(struct tlog_fs *fs, struct btrfs_root *root, u64 ino, u64 size,
