@@ -810,8 +810,6 @@ static int log_dir_items(struct log_ctx *ctx, struct tlog_inode *dir, u64 min_of
 		}
 	}
 	btrfs_release_path(&path);
-	if (ret < 0)
-		return ret;
 done:
 	if (ret < 0)
 		return ret;
@@ -1074,7 +1072,6 @@ static int check_ref_name_overrides(struct log_ctx *ctx, const struct tlog_inode
 {
 	struct tlog_ref_name *names;
 	struct btrfs_root committed;
-	u64 *others = NULL;
 	size_t nr;
 	int ret;
 
@@ -1094,19 +1091,14 @@ static int check_ref_name_overrides(struct log_ctx *ctx, const struct tlog_inode
 	if (ret)
 		return ret;
 	ret = btrfs_inode_names(inode->root, inode->ino, &names, &nr);
-	if (ret)
-		return ret;
-	/* the owners first: queueing may log, and must not run under the walk */
-	others = calloc(nr ? nr : 1, sizeof(*others));
-	if (!others)
-		ret = -ENOMEM;
-	for (size_t i = 0; !ret && i < nr; i++)
+	for (size_t i = 0; !ret && i < nr; i++) {
+		u64 other;
+
 		ret = name_owner_at_commit(ctx, &committed, names[i].parent, names[i].name,
-					   names[i].len, inode->ino, &others[i]);
-	for (size_t i = 0; !ret && i < nr; i++)
-		if (others[i])
-			ret = add_conflicting_inode(ctx, &committed, others[i], names[i].parent);
-	free(others);
+					   names[i].len, inode->ino, &other);
+		if (!ret && other)
+			ret = add_conflicting_inode(ctx, &committed, other, names[i].parent);
+	}
 	free(names);
 	return ret;
 }
