@@ -363,15 +363,20 @@ int tlog_iforget(struct tlog_mount *mnt, struct tlog_inode *inode)
 	return err;
 }
 
+/* btrfs_set_inode_last_trans: changed now, so no longer all in the log. */
+static void set_inode_last_trans(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	if (mnt->trans)
+		inode->last_trans = mnt->trans->transid;
+	inode->last_sub_trans = (s64)mnt->log_transid;
+	inode->last_log_commit = inode->last_sub_trans - 1;
+}
+
 void tlog_inode_mark_dirty(struct tlog_mount *mnt, struct tlog_inode *inode)
 {
 	inode->item_dirty = true;
 	inode->changes++;
-	if (mnt->trans)
-		inode->last_trans = mnt->trans->transid;
-	/* btrfs_set_inode_last_trans: a logged inode is no longer all in the log */
-	inode->last_sub_trans = (s64)mnt->log_transid;
-	inode->last_log_commit = inode->last_sub_trans - 1;
+	set_inode_last_trans(mnt, inode);
 	if (list_empty(&inode->dirty_list))
 		list_add_tail(&inode->dirty_list, &mnt->dirty_inodes);
 }
@@ -1295,10 +1300,8 @@ int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name
 	err = add_cached(mnt, dir->root, ino, &ii, &inode);
 	if (err)
 		return err;
-	/* btrfs_set_inode_last_trans of a new inode: not in the log */
-	inode->last_trans = mnt->trans->transid;
-	inode->last_sub_trans = (s64)mnt->log_transid;
-	inode->last_log_commit = inode->last_sub_trans - 1;
+	/* a new inode is not in the log either */
+	set_inode_last_trans(mnt, inode);
 	/*
 	 * Its number may be one an inode logged and removed in this
 	 * transaction had: the first fsync logs it in full, replacing all.
