@@ -61,24 +61,33 @@ static int add_root_from_item(struct tlog_fs *fs, const struct extent_buffer *le
 }
 
 /*
- * The ROOT_ITEM of @objectid in the root tree: the highest offset wins
- * (snapshots carry their creation transid there).
+ * The ROOT_ITEM of @objectid in root tree @tree: the highest offset wins
+ * (snapshots carry their creation transid there).  0 with @path on it and
+ * its key in *@key, -ENOENT, or -errno; the caller releases @path.
  */
-static int lookup_root_item(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
+static int search_root_item(struct btrfs_root *tree, u64 objectid, struct btrfs_path *path,
+			    struct btrfs_key *key)
 {
-	struct btrfs_key key = { objectid, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
-	struct btrfs_path path;
 	int err;
 
-	btrfs_init_path(&path);
-	err = btrfs_search_backwards(fs->tree_root, &key, &path);
+	*key = (struct btrfs_key){ objectid, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
+	btrfs_init_path(path);
+	err = btrfs_search_backwards(tree, key, path);
+	if (err == 0)
+		btrfs_item_key_to_cpu(path->nodes[0], key, path->slots[0]);
+	return err > 0 ? -ENOENT : err;
+}
+
+static int lookup_root_item(struct tlog_fs *fs, u64 objectid, struct btrfs_root **ret)
+{
+	struct btrfs_key key;
+	struct btrfs_path path;
+	int err = search_root_item(fs->tree_root, objectid, &path, &key);
+
 	if (err == 0) {
-		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
 		*ret = find_cached_root(fs, objectid, key.offset);
 		if (!*ret)
 			err = add_root_from_item(fs, path.nodes[0], path.slots[0], &key, ret);
-	} else if (err > 0) {
-		err = -ENOENT;
 	}
 	btrfs_release_path(&path);
 	return err;
@@ -113,20 +122,14 @@ int btrfs_read_commit_root(struct tlog_fs *fs, u64 objectid, struct btrfs_root *
 		.generation = btrfs_super_block_generation(sb),
 		.level = btrfs_super_block_root_level(sb),
 	};
-	struct btrfs_key key = { objectid, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
 	struct btrfs_path path;
 	int err;
 
 	memset(out, 0, sizeof(*out));
 	out->fs = fs;
-	btrfs_init_path(&path);
-	err = btrfs_search_backwards(&tree_root, &key, &path);
-	if (err == 0) {
-		btrfs_item_key_to_cpu(path.nodes[0], &out->root_key, path.slots[0]);
+	err = search_root_item(&tree_root, objectid, &path, &out->root_key);
+	if (err == 0)
 		err = load_root_item(fs, out, path.nodes[0], path.slots[0]);
-	} else if (err > 0) {
-		err = -ENOENT;
-	}
 	btrfs_release_path(&path);
 	return err;
 }
