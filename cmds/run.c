@@ -36,8 +36,8 @@
 #include "workload.h"
 
 static const char * const run_usage[] = {
-	"tlogctl run [--commit] [--strict] [-o OPTIONS] [--crash-points DIR] [--stats]",
-	"            [--format json] IMAGE SCRIPT|-",
+	"tlogctl run [--commit] [--strict] [-o OPTIONS] [--crash-points DIR] [--check-contract] "
+	"[--no-log-optimizations] [--stats] [--format json] IMAGE SCRIPT|-",
 	"Apply file operations to a btrfs image offline",
 	"",
 	"Runs the operations of SCRIPT (see tlogctl-run(8) for the language) on",
