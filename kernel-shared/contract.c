@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 
+#include "array.h"
 #include "blockdev.h"
 #include "contract.h"
 #include "dir-item.h"
@@ -61,15 +62,8 @@ static int lines_add(struct lines *l, const char *fmt, ...)
 	char *s;
 	int n;
 
-	if (l->nr == l->alloc) {
-		size_t a = l->alloc ? 2 * l->alloc : 8;
-		char **v = realloc(l->v, a * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->alloc = a;
-	}
+	if (array_reserve(l->v, l->alloc, l->nr + 1))
+		return -ENOMEM;
 	va_start(ap, fmt);
 	n = vasprintf(&s, fmt, ap);
 	va_end(ap);
@@ -286,15 +280,8 @@ int tlog_contract_record(struct tlog_contract *c, struct tlog_mount *mnt,
 		if (c->recs[i].root == inode->root->root_key.objectid && c->recs[i].ino == inode->ino)
 			r = &c->recs[i];
 	if (!r) {
-		if (c->nr == c->alloc) {
-			size_t a = c->alloc ? 2 * c->alloc : 16;
-			struct record *v = realloc(c->recs, a * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			c->recs = v;
-			c->alloc = a;
-		}
+		if (array_reserve(c->recs, c->alloc, c->nr + 1))
+			return -ENOMEM;
 		r = &c->recs[c->nr++];
 		memset(r, 0, sizeof(*r));
 		r->root = inode->root->root_key.objectid;

@@ -385,28 +385,25 @@ int btrfs_inode_names(struct btrfs_root *root, u64 ino, struct tlog_ref_name **n
 	struct btrfs_key min = { ino, BTRFS_INODE_REF_KEY, 0 };
 	struct btrfs_key max = { ino, BTRFS_INODE_EXTREF_KEY, (u64)-1 };
 	struct btrfs_tree_iter iter;
+	size_t alloc = 0;
 	int ret = 0;
 
 	*names = NULL;
 	*nr = 0;
 	btrfs_for_each_item(root, &iter, &min, &max) {
-		struct tlog_ref_name *item, *all;
-		int n;
+		struct tlog_ref_name *item = NULL;
+		int n = 0;
 
 		ret = btrfs_decode_ref_item(iter.leaf, iter.slot, &item, &n);
+		if (!ret && array_reserve(*names, alloc, *nr + (size_t)n))
+			ret = -ENOMEM;
+		if (!ret && n)
+			memcpy(*names + *nr, item, (size_t)n * sizeof(*item));
+		if (!ret)
+			*nr += (size_t)n;
+		free(item);
 		if (ret)
 			break;
-		all = realloc(*names, (*nr + (size_t)n) * sizeof(*all));
-		if (!all && n) {
-			free(item);
-			ret = -ENOMEM;
-			break;
-		}
-		if (n)
-			memcpy(all + *nr, item, (size_t)n * sizeof(*all));
-		*names = all;
-		*nr += (size_t)n;
-		free(item);
 	}
 	if (!ret && iter.ret < 0)
 		ret = iter.ret;

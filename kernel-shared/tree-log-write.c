@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "array.h"
 #include "dir-item.h"
 #include "errctx.h"
 #include "file-extent.h"
@@ -70,7 +71,7 @@ struct log_ctx {
 	struct conflict {
 		u64 ino, parent;
 	} *conflicts;
-	size_t nr_conflicts;
+	size_t nr_conflicts, alloc_conflicts;
 };
 
 static int force_commit(struct log_ctx *ctx, const char *reason)
@@ -1053,13 +1054,11 @@ static int add_conflicting_inode(struct log_ctx *ctx, struct btrfs_root *committ
 		if (!need)
 			return 0;
 	}
-	c = realloc(ctx->conflicts, (ctx->nr_conflicts + 1) * sizeof(*c));
-	if (!c)
+	if (array_reserve(ctx->conflicts, ctx->alloc_conflicts, ctx->nr_conflicts + 1))
 		return -ENOMEM;
-	ctx->conflicts = c;
-	c[ctx->nr_conflicts].ino = ino;
-	c[ctx->nr_conflicts].parent = parent;
-	ctx->nr_conflicts++;
+	c = &ctx->conflicts[ctx->nr_conflicts++];
+	c->ino = ino;
+	c->parent = parent;
 	return 0;
 }
 
@@ -1219,15 +1218,8 @@ struct dir_list {
 
 static int dir_list_push(struct dir_list *l, u64 ino)
 {
-	if (l->nr == l->alloc) {
-		size_t n = l->alloc ? 2 * l->alloc : 8;
-		u64 *v = realloc(l->v, n * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->alloc = n;
-	}
+	if (array_reserve(l->v, l->alloc, l->nr + 1))
+		return -ENOMEM;
 	l->v[l->nr++] = ino;
 	return 0;
 }
