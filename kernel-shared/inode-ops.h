@@ -86,6 +86,13 @@ struct tlog_inode {
 	u64 last_reflink_trans;
 	u64 last_dir_index_offset;	/* highest DIR_INDEX copied into the log */
 	/*
+	 * The lowest DIR_INDEX whose inode the next log_new_dir_dentries
+	 * may have to log: entries below it had theirs looked at by an
+	 * earlier one (first_dir_index_to_log; 0: from the first entry the
+	 * log copied).  Kept across transactions, as index numbers only grow.
+	 */
+	u64 first_dir_index_to_log;
+	/*
 	 * The log transaction (mnt->log_transid) of its last change, and the
 	 * one its last full logging covered: last_sub_trans <= last_log_commit
 	 * means the log has it all (btrfs_inode_in_log).  Every update of the

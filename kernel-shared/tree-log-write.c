@@ -160,7 +160,7 @@ static bool need_log_inode(const struct log_ctx *ctx, const struct tlog_inode *i
 /*
  * fill_inode_item for the log: the in-memory inode; an "exists" entry has
  * generation 0 (replay then keeps what the subvolume has) and @logged_isize.
- * nbytes is the inode's, which replay ignores.
+ * nbytes is 0: replay computes it, and the kernel leaves it unset.
  */
 static void fill_inode_item(const struct log_ctx *ctx, const struct tlog_inode *inode,
 			    enum log_mode mode, u64 logged_isize, struct btrfs_inode_item *out)
@@ -174,6 +174,7 @@ static void fill_inode_item(const struct log_ctx *ctx, const struct tlog_inode *
 	}
 	btrfs_set_inode_item_transid(out, ctx->trans->transid);
 	btrfs_set_inode_item_block_group(out, 0);
+	btrfs_set_inode_item_nbytes(out, 0);
 }
 
 /* log_inode_item: the inode item, overwritten in the log or inserted. */
@@ -676,6 +677,12 @@ static int flush_dir_items(struct log_ctx *ctx, struct tlog_inode *dir,
 	ctx->mnt->stats.items_copied += nr;
 	btrfs_item_key_to_cpu(leaf, &last, slot + nr - 1);
 	dir->last_dir_index_offset = last.offset;
+	if (!dir->first_dir_index_to_log) {
+		struct btrfs_key first;
+
+		btrfs_item_key_to_cpu(leaf, &first, slot);
+		dir->first_dir_index_to_log = first.offset;
+	}
 	return 0;
 }
 
@@ -1262,24 +1269,27 @@ static int next_new_logged_dentry(struct log_ctx *ctx, u64 dir, u64 *next, u64 *
  * log_new_dir_dentries: the inodes of the new entries logged for @start,
  * so that replay finds each with the link count its names give it:
  * files as existing, directories in full, and in turn the new entries of
- * those, breadth first.
+ * those, breadth first.  Each directory is looked at from its
+ * first_dir_index_to_log on: a later fsync does not log again the inodes
+ * of entries an earlier one looked at, even if they changed since (the
+ * kernel's delayed items, logged once, behave the same).
  */
 static int log_new_dir_dentries(struct log_ctx *ctx, struct tlog_inode *start)
 {
 	struct dir_list dirs = { 0 };
-	u64 dir = start->ino;
+	struct tlog_inode *dir = start;
 	int ret = 0;
 
 	if (ctx->logging_new_name)
 		return 0;
 	for (;;) {
-		u64 next = 0, ino;
+		u64 next = dir->first_dir_index_to_log, ino;
 		bool is_dir;
 
 		while (!ret) {
 			struct tlog_inode *inode;
 
-			ret = next_new_logged_dentry(ctx, dir, &next, &ino, &is_dir);
+			ret = next_new_logged_dentry(ctx, dir->ino, &next, &ino, &is_dir);
 			if (ret) {
 				ret = ret < 0 ? ret : 0;
 				break;
@@ -1296,9 +1306,16 @@ static int log_new_dir_dentries(struct log_ctx *ctx, struct tlog_inode *start)
 			}
 			tlog_iput(ctx->mnt, inode);
 		}
+		/* the entries looked at are not looked at again (first_dir_index_to_log) */
+		if (!ret)
+			dir->first_dir_index_to_log = next;
+		if (dir != start)
+			tlog_iput(ctx->mnt, dir);
 		if (ret || dirs.head == dirs.nr)
 			break;
-		dir = dirs.v[dirs.head++];
+		ret = tlog_iget(ctx->mnt, start->root, dirs.v[dirs.head++], &dir);
+		if (ret)
+			break;
 	}
 	free(dirs.v);
 	return ret;
