@@ -186,6 +186,99 @@ static int read_block_group_items(struct tlog_fs *fs, struct tlog_block_groups *
 	return err;
 }
 
+/* ---- size classes ---- */
+
+#define SIZE_CLASS_SAMPLES	5
+
+enum btrfs_bg_size_class btrfs_calc_size_class(u64 len)
+{
+	if (len <= 128ULL << 10)
+		return BTRFS_BG_SZ_SMALL;
+	if (len <= 8ULL << 20)
+		return BTRFS_BG_SZ_MEDIUM;
+	return BTRFS_BG_SZ_LARGE;
+}
+
+/* Groups of data only have classes (not metadata, not mixed groups). */
+static bool uses_size_class(const struct tlog_block_group *bg)
+{
+	return (bg->flags & BTRFS_BLOCK_GROUP_TYPE_MASK) == BTRFS_BLOCK_GROUP_DATA;
+}
+
+/*
+ * load_block_group_size_class, fed by the walk over the extent tree: the
+ * i-th sample of a group is the first extent item at or after
+ * start + i * (length / 5); @key is the next extent item in key order.
+ */
+static void sample_extent(struct tlog_block_group *bg, const struct btrfs_key *key)
+{
+	u64 step = bg->length / SIZE_CLASS_SAMPLES;
+
+	if (!uses_size_class(bg) || key->objectid + key->offset > bg->start + bg->length)
+		return;
+	while (bg->samples < SIZE_CLASS_SAMPLES &&
+	       bg->start + bg->samples * step <= key->objectid) {
+		if (!bg->sample_min || key->offset < bg->sample_min)
+			bg->sample_min = key->offset;
+		bg->sampled_class = btrfs_calc_size_class(bg->sample_min);
+		bg->samples++;
+	}
+}
+
+static struct tlog_bg_size_class *remembered_class(struct tlog_fs *fs, u64 start)
+{
+	for (size_t i = 0; i < fs->nr_bg_size_classes; i++)
+		if (fs->bg_size_classes[i].start == start)
+			return &fs->bg_size_classes[i];
+	return NULL;
+}
+
+/* The mount keeps @bg's class (it outlives the transaction's groups). */
+static int remember_class(struct tlog_fs *fs, const struct tlog_block_group *bg)
+{
+	struct tlog_bg_size_class *c = remembered_class(fs, bg->start);
+
+	if (!c) {
+		if (array_reserve(fs->bg_size_classes, fs->alloc_bg_size_classes,
+				  fs->nr_bg_size_classes + 1))
+			return -ENOMEM;
+		c = &fs->bg_size_classes[fs->nr_bg_size_classes++];
+		c->start = bg->start;
+	}
+	c->size_class = bg->size_class;
+	return 0;
+}
+
+/*
+ * The classes of the groups: the ones the mount knows, and at its first
+ * data allocation (when the kernel caches the groups) what the extent
+ * tree says of the others.
+ */
+static int load_size_classes(struct tlog_block_groups *bgs, bool first_data_alloc)
+{
+	struct tlog_fs *fs = bgs->fs;
+
+	if (!fs)
+		return 0;
+	for (size_t i = 0; i < bgs->nr; i++) {
+		struct tlog_block_group *bg = &bgs->v[i];
+		const struct tlog_bg_size_class *c = remembered_class(fs, bg->start);
+
+		if (!uses_size_class(bg))
+			continue;
+		if (c) {
+			bg->size_class = c->size_class;
+		} else if (first_data_alloc) {
+			bg->size_class = bg->sampled_class;
+			if (remember_class(fs, bg))
+				return -ENOMEM;
+		}
+	}
+	if (first_data_alloc)
+		fs->bg_size_classes_loaded = true;
+	return 0;
+}
+
 /* Free space of every group: its range minus every extent item. */
 static int compute_free_space(struct tlog_fs *fs, struct tlog_block_groups *bgs)
 {
@@ -222,6 +315,8 @@ static int compute_free_space(struct tlog_fs *fs, struct tlog_block_groups *bgs)
 		err = exclude_range(bg, iter.key.objectid, len);
 		if (err)
 			break;
+		if (iter.key.type == BTRFS_EXTENT_ITEM_KEY)
+			sample_extent(bg, &iter.key);
 	}
 	if (!err && iter.ret < 0)
 		err = iter.ret;
@@ -236,9 +331,12 @@ int btrfs_load_block_groups(struct tlog_fs *fs, struct tlog_block_groups *bgs)
 	int err;
 
 	memset(bgs, 0, sizeof(*bgs));
+	bgs->fs = fs;
 	err = read_block_group_items(fs, bgs);
 	if (!err)
 		err = compute_free_space(fs, bgs);
+	if (!err)
+		err = load_size_classes(bgs, false);
 	if (err)
 		btrfs_free_block_groups(bgs);
 	return err;
@@ -252,31 +350,53 @@ void btrfs_free_block_groups(struct tlog_block_groups *bgs)
 	memset(bgs, 0, sizeof(*bgs));
 }
 
+/* Which groups an allocation may use, in the order find_free_extent's loops widen it. */
+enum class_pass {
+	CLASS_MATCH,		/* its own class */
+	CLASS_MATCH_OR_UNSET,	/* or a group without a class yet */
+	CLASS_ANY,		/* no chunk could be made: any group */
+};
+
+static bool class_allows(const struct tlog_block_group *bg, u8 want, enum class_pass pass)
+{
+	if (!uses_size_class(bg) || pass == CLASS_ANY || bg->size_class == want)
+		return true;
+	return pass == CLASS_MATCH_OR_UNSET && bg->size_class == BTRFS_BG_SZ_NONE;
+}
+
 /* The first fit for @len at or after @from in the groups of @type_flags; 1 if none. */
 static int find_fit(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u64 align, u64 from,
-		    u64 *ret)
+		    u8 want, enum class_pass pass, u64 *ret)
 {
 	for (size_t g = 0; g < bgs->nr; g++) {
 		struct tlog_block_group *bg = &bgs->v[g];
 
 		if ((bg->flags & BTRFS_BLOCK_GROUP_TYPE_MASK) != type_flags ||
-		    bg->start + bg->length <= from)
+		    bg->start + bg->length <= from || !class_allows(bg, want, pass))
 			continue;
 		for (size_t i = 0; i < bg->nr_free; i++) {
 			struct free_range *r = &bg->free[i];
 			u64 start = round_up(r->start > from ? r->start : from, align);
+			int err;
 
 			if (start + len > r->start + r->len)
 				continue;
 			*ret = start;
-			return take_free(bg, i, start, len);
+			err = take_free(bg, i, start, len);
+			/* the first allocation in a group without a class gives it one */
+			if (!err && uses_size_class(bg) && bg->size_class == BTRFS_BG_SZ_NONE) {
+				bg->size_class = want;
+				if (bgs->fs)
+					err = remember_class(bgs->fs, bg);
+			}
+			return err;
 		}
 	}
 	return 1;
 }
 
 int btrfs_alloc_range(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u64 align,
-		      u64 *ret)
+		      unsigned int flags, u64 *ret)
 {
 	/*
 	 * Data goes forward from the last data allocation, wrapping round
@@ -285,10 +405,25 @@ int btrfs_alloc_range(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u6
 	 * first gap an earlier free left.  Tree blocks take the first fit.
 	 */
 	bool data = type_flags & BTRFS_BLOCK_GROUP_DATA;
-	int err = find_fit(bgs, type_flags, len, align, data ? bgs->data_cursor : 0, ret);
+	u8 want = btrfs_calc_size_class(len);
+	enum class_pass pass = CLASS_MATCH;
+	int err = 1;
 
-	if (err > 0 && data && bgs->data_cursor)
-		err = find_fit(bgs, type_flags, len, align, 0, ret);
+	if (data && bgs->fs && !bgs->fs->bg_size_classes_loaded) {
+		err = load_size_classes(bgs, true);
+		if (err)
+			return err;
+		err = 1;
+	}
+	for (; err > 0 && pass <= CLASS_ANY; pass++) {
+		err = find_fit(bgs, type_flags, len, align, data ? bgs->data_cursor : 0, want, pass,
+			       ret);
+		if (err > 0 && data && bgs->data_cursor)
+			err = find_fit(bgs, type_flags, len, align, 0, want, pass, ret);
+		/* past the unset groups comes a new chunk, the caller's */
+		if (pass == CLASS_MATCH_OR_UNSET && !(flags & BTRFS_ALLOC_ANY_SIZE_CLASS))
+			break;
+	}
 	if (err <= 0) {
 		if (!err && data)
 			bgs->data_cursor = *ret + len;

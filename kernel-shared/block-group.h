@@ -15,17 +15,44 @@ struct free_range {
 	u64 len;
 };
 
+/*
+ * Size classes of data block groups (the kernel's since 6.3): an
+ * allocation goes to a group of its own class first (small: up to 128K,
+ * medium: up to 8M, large: more), then to one without a class yet, which
+ * takes the class; only when neither has room is a new chunk made, and
+ * only when that fails does a group of another class do.  So small and
+ * medium extents do not share a group while space lasts - and a medium
+ * fallocate after small compressed writes makes a chunk, and the fsync
+ * after it a full commit.  A group's class is known from the moment
+ * space is first taken in the mount: from the extents it has then (the
+ * smallest of five evenly spaced samples), else from its first allocation.
+ */
+enum btrfs_bg_size_class {
+	BTRFS_BG_SZ_NONE,
+	BTRFS_BG_SZ_SMALL,
+	BTRFS_BG_SZ_MEDIUM,
+	BTRFS_BG_SZ_LARGE,
+};
+
+/* The class of an allocation of @len bytes. */
+enum btrfs_bg_size_class btrfs_calc_size_class(u64 len);
+
 struct tlog_block_group {
 	u64 start;
 	u64 length;
 	u64 flags;
 	u64 used;
+	u8 size_class;			/* enum btrfs_bg_size_class, data groups only */
+	u8 sampled_class;		/* what the extent tree says, when loaded */
+	int samples;			/* of the extent tree, taken so far */
+	u64 sample_min;			/* the smallest extent sampled */
 	bool used_changed;		/* BLOCK_GROUP_ITEM needs rewriting */
 	struct free_range *free;	/* sorted, merged, allocatable */
 	size_t nr_free, cap_free;
 };
 
 struct tlog_block_groups {
+	struct tlog_fs *fs;		/* which keeps the size classes across transactions */
 	struct tlog_block_group *v;
 	size_t nr, alloc;
 	u64 data_cursor;		/* data allocations go on from here */
@@ -35,9 +62,16 @@ int btrfs_load_block_groups(struct tlog_fs *fs, struct tlog_block_groups *bgs);
 void btrfs_free_block_groups(struct tlog_block_groups *bgs);
 struct tlog_block_group *btrfs_lookup_block_group(struct tlog_block_groups *bgs, u64 bytenr);
 
-/* Take @len bytes aligned to @align from a group of type @type_flags. */
+/*
+ * Take @len bytes aligned to @align from a group of type @type_flags.
+ * Data respects the size classes: -ENOSPC when no group of the class or
+ * without one has room, a new chunk being the caller's next step; with
+ * BTRFS_ALLOC_ANY_SIZE_CLASS (after that step) a group of another class
+ * as the last resort.
+ */
+#define BTRFS_ALLOC_ANY_SIZE_CLASS	(1U << 0)
 int btrfs_alloc_range(struct tlog_block_groups *bgs, u64 type_flags, u64 len, u64 align,
-		      u64 *ret);
+		      unsigned int flags, u64 *ret);
 /* A new, empty block group (a chunk just allocated). */
 int btrfs_add_block_group(struct tlog_fs *fs, struct tlog_block_groups *bgs, u64 start,
 			  u64 length, u64 flags);

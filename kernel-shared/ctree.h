@@ -100,6 +100,17 @@ struct tlog_fs {
 	struct list_head log_dirty_blocks;
 	struct tlog_trans *overlay;		/* the log replayed in memory, if applied */
 	u64 data_cursor;			/* where data allocations go on, across transactions */
+	/*
+	 * The size class of each data block group, as the kernel keeps it in
+	 * memory for as long as it is mounted (block-group.h): taken from the
+	 * extent tree at the first data allocation, then set by allocations.
+	 */
+	struct tlog_bg_size_class {
+		u64 start;
+		u8 size_class;
+	} *bg_size_classes;
+	size_t nr_bg_size_classes, alloc_bg_size_classes;
+	bool bg_size_classes_loaded;
 };
 
 /* Tree blocks have skinny extent items (METADATA_ITEM keyed by level). */

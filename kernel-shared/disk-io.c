@@ -238,6 +238,7 @@ void tlog_close(struct tlog_fs *fs)
 	free(fs->tree_root);
 	free(fs->chunk_root);
 	free(fs->log_root_tree);
+	free(fs->bg_size_classes);
 	eb_cache_destroy(&fs->cache);
 	chunk_map_release(&fs->chunks);
 	tlog_bdev_close(fs->bdev);

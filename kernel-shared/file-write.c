@@ -257,30 +257,54 @@ static u64 dirty_sector_bytes(const struct tlog_mount *mnt, const struct tlog_in
 	return total;
 }
 
-/*
- * btrfs_check_data_free_space: @bytes more dirty data must fit in the
- * data space left once everything already dirty is written; -ENOSPC
- * (changing nothing) when it does not.
- */
-static int reserve_data_space(struct tlog_mount *mnt, u64 bytes)
+/* The exact bytes of dirty data writeback will need (the kernel's bytes_may_use). */
+static u64 count_dirty_bytes(struct tlog_mount *mnt)
 {
-	u64 left = tlog_trans_space_left(mnt->trans, BTRFS_BLOCK_GROUP_DATA);
 	struct list_head *pos;
+	u64 total = 0;
 
-	if (bytes <= left && mnt->reserved_bound <= left - bytes) {
-		mnt->reserved_bound += bytes;
-		return 0;
-	}
-	/* the cheap bound says no: count what is dirty exactly */
-	mnt->reserved_bound = 0;
 	for (pos = mnt->dirty_inodes.next; pos != &mnt->dirty_inodes; pos = pos->next) {
 		const struct tlog_inode *inode = list_entry(pos, struct tlog_inode, dirty_list);
 
 		if (!inode->evicted)
-			mnt->reserved_bound += dirty_sector_bytes(mnt, inode);
+			total += dirty_sector_bytes(mnt, inode);
 	}
+	return total;
+}
+
+/*
+ * btrfs_check_data_free_space: @bytes more dirty data must fit in the
+ * data space left once everything already dirty is written; -ENOSPC
+ * (changing nothing) when it does not.  When the block groups are short
+ * but the device is not, new data chunks come now, as the kernel's
+ * reservation makes them (ALLOC_CHUNK_FORCE) - in the running
+ * transaction, so that an fsync after it commits.
+ */
+static int reserve_data_space(struct tlog_mount *mnt, u64 bytes)
+{
+	u64 in_groups = tlog_trans_group_space(mnt->trans, BTRFS_BLOCK_GROUP_DATA);
+	u64 left;
+
+	if (bytes <= in_groups && mnt->reserved_bound <= in_groups - bytes) {
+		mnt->reserved_bound += bytes;
+		return 0;
+	}
+	/* the cheap bound says no: count what is dirty exactly */
+	mnt->reserved_bound = count_dirty_bytes(mnt);
+	left = tlog_trans_space_left(mnt->trans, BTRFS_BLOCK_GROUP_DATA);
 	if (bytes > left || mnt->reserved_bound > left - bytes)
 		return -ENOSPC;
+	while (mnt->reserved_bound + bytes > in_groups) {
+		int err = tlog_trans_force_chunk(mnt->trans, BTRFS_BLOCK_GROUP_DATA);
+
+		if (err == -ENOSPC) {
+			tlog_error_clear();
+			break;
+		}
+		if (err)
+			return err;
+		in_groups = tlog_trans_group_space(mnt->trans, BTRFS_BLOCK_GROUP_DATA);
+	}
 	mnt->reserved_bound += bytes;
 	return 0;
 }

@@ -174,11 +174,21 @@ static int alloc_space(struct trans_state *st, u64 type, u64 len, u64 align, u64
 	int err;
 
 	type = space_type(st->trans.fs, type);
-	err = btrfs_alloc_range(&st->bgs, type, len, align, ret);
+	err = btrfs_alloc_range(&st->bgs, type, len, align, 0, ret);
 	if (err == -ENOSPC) {
+		struct tlog_errsave saved;
+
+		/*
+		 * find_free_extent's LOOP_ALLOC_CHUNK: a new chunk, then the
+		 * groups without a class and, past them, of any class.
+		 */
+		tlog_error_save(&saved);
 		err = grow_space(st, type);
-		if (!err)
-			err = btrfs_alloc_range(&st->bgs, type, len, align, ret);
+		if (!err || err == -ENOSPC) {
+			tlog_error_restore(&saved);
+			err = btrfs_alloc_range(&st->bgs, type, len, align,
+						BTRFS_ALLOC_ANY_SIZE_CLASS, ret);
+		}
 	}
 	if (!err)
 		st->trans.fs->data_cursor = st->bgs.data_cursor;
@@ -209,7 +219,7 @@ static int log_alloc_block(struct trans_state *st, u64 *bytenr)
 		tlog_trans_set_needs_full_commit(&st->trans, "no metadata space for the log");
 		return tlog_error(-ENOSPC, "no metadata space left for the log");
 	}
-	err = btrfs_alloc_range(&st->bgs, type, fs->nodesize, fs->nodesize, bytenr);
+	err = btrfs_alloc_range(&st->bgs, type, fs->nodesize, fs->nodesize, 0, bytenr);
 	if (err)
 		return err;
 	rec.bytenr = *bytenr;
@@ -606,6 +616,18 @@ int tlog_trans_claim_space(struct tlog_trans *trans, u64 bytenr, u64 len)
 	int err = btrfs_exclude_range(&state_of(trans)->bgs, bytenr, len);
 
 	return err ? err : tlog_trans_account_space(trans, bytenr, len, true);
+}
+
+u64 tlog_trans_group_space(struct tlog_trans *trans, u64 type)
+{
+	struct trans_state *st = container_of(trans, struct trans_state, trans);
+
+	return btrfs_free_bytes(&st->bgs, space_type(trans->fs, type));
+}
+
+int tlog_trans_force_chunk(struct tlog_trans *trans, u64 type)
+{
+	return grow_space(state_of(trans), space_type(trans->fs, type));
 }
 
 u64 tlog_trans_space_left(struct tlog_trans *trans, u64 type)

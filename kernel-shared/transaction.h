@@ -109,6 +109,13 @@ int tlog_trans_alloc_extent(struct tlog_trans *trans, u64 type, u64 len, u64 min
  * until the commit) and the device's unallocated space.
  */
 u64 tlog_trans_space_left(struct tlog_trans *trans, u64 type);
+/* The same within the block groups only (no new chunk). */
+u64 tlog_trans_group_space(struct tlog_trans *trans, u64 type);
+/*
+ * A new chunk of @type now (the data space reservation's ALLOC_CHUNK_FORCE);
+ * -ENOSPC when the device has no room for one.
+ */
+int tlog_trans_force_chunk(struct tlog_trans *trans, u64 type);
 /* Take the given range, which must be free, as allocated (a logged data extent). */
 int tlog_trans_claim_space(struct tlog_trans *trans, u64 bytenr, u64 len);
 

@@ -86,9 +86,9 @@ static void plant_log(struct tlog_bdev *bdev)
 	cr_assert_not_null(buf);
 	cr_assert_eq(btrfs_load_block_groups(fs, &bgs), 0);
 	cr_assert_eq(btrfs_alloc_range(&bgs, BTRFS_BLOCK_GROUP_METADATA, fs->nodesize,
-				       fs->nodesize, &log_bytenr), 0);
+				       fs->nodesize, 0, &log_bytenr), 0);
 	cr_assert_eq(btrfs_alloc_range(&bgs, BTRFS_BLOCK_GROUP_METADATA, fs->nodesize,
-				       fs->nodesize, &root_bytenr), 0);
+				       fs->nodesize, 0, &root_bytenr), 0);
 	btrfs_free_block_groups(&bgs);
 	cr_assert(memfs_fst_range_free(fs, log_bytenr, fs->nodesize));
 
