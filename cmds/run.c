@@ -586,6 +586,9 @@ static int print_stats(const struct run_ctx *rc, const char *image, enum output_
 			json_add_u64(o, "crash_points_reflinked", rc->crash_clones);
 		}
 		json_add_u64(o, "log_blocks_written", st->log_blocks_written);
+		json_add_u64(o, "log_blocks_verified", st->log_blocks_verified);
+		json_add_u64(o, "copy_buffer_allocations", st->copy_buffer_allocations);
+		json_add_u64(o, "inode_items_flushed_for_log", st->inode_items_flushed_for_log);
 		json_add_u64(o, "full_commits", st->full_commits);
 		reasons = json_object_new_array();
 		for (u64 i = 0; i < st->full_commits; i++)
@@ -606,8 +609,12 @@ static int print_stats(const struct run_ctx *rc, const char *image, enum output_
 	printf("deletion searches in the log: %" PRIu64 " (%" PRIu64 " for inodes logged the first time)\n",
 	       st->deletion_searches, st->deletion_searches_first_logging);
 	printf("log searches: %" PRIu64 "\n", st->log_searches);
-	printf("log syncs: %" PRIu64 " (%" PRIu64 " log blocks written)\n", st->log_syncs,
-	       st->log_blocks_written);
+	printf("log syncs: %" PRIu64 " (%" PRIu64 " log blocks written, %" PRIu64 " checked first)\n",
+	       st->log_syncs, st->log_blocks_written, st->log_blocks_verified);
+	printf("item lists allocated for copies into the log: %" PRIu64 "\n",
+	       st->copy_buffer_allocations);
+	printf("inode items written to the subvolume for the log: %" PRIu64 "\n",
+	       st->inode_items_flushed_for_log);
 	printf("fsync full commits: %" PRIu64 "\n", st->full_commits);
 	for (u64 i = 0; i < st->full_commits; i++)
 		printf("  full commit: %s\n", st->full_commit_reasons[i]);
@@ -668,7 +675,9 @@ static int parse_script(const char *path, struct wl_script *script)
 
 /*
  * TLOG_LOG_BREAK=parents,new-dentries: logging rules left out on purpose,
- * for the tests that show the contract check catching them.
+ * for the tests that show the contract check catching them; bad-item: log
+ * inode items without a file type, for the test that shows the write-time
+ * check refusing them.
  */
 static unsigned int broken_rules_from_env(void)
 {
@@ -681,6 +690,8 @@ static unsigned int broken_rules_from_env(void)
 		rules |= TLOG_BREAK_PARENTS;
 	if (strstr(v, "new-dentries"))
 		rules |= TLOG_BREAK_NEW_DENTRIES;
+	if (strstr(v, "bad-item"))
+		rules |= TLOG_BREAK_BAD_ITEM;
 	if (rules)
 		fprintf(stderr, "%s: warning: TLOG_LOG_BREAK=%s: logging rules left out on purpose\n",
 			tlog_progname, v);

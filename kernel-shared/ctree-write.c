@@ -770,33 +770,63 @@ int btrfs_insert_items(struct tlog_trans *trans, struct btrfs_root *root,
 	return 0;
 }
 
-int btrfs_copy_items(struct tlog_trans *trans, struct btrfs_root *dst,
-		     const struct extent_buffer *src, int first_slot, int nr)
+int btrfs_item_batch_reserve(struct btrfs_item_batch *batch, size_t nr)
 {
 	struct btrfs_key *keys;
 	const void **data;
 	u32 *sizes;
+
+	if (nr <= batch->alloc)
+		return 0;
+	keys = realloc(batch->keys, nr * sizeof(*keys));
+	if (keys)
+		batch->keys = keys;
+	data = realloc(batch->data, nr * sizeof(*data));
+	if (data)
+		batch->data = data;
+	sizes = realloc(batch->sizes, nr * sizeof(*sizes));
+	if (sizes)
+		batch->sizes = sizes;
+	if (!keys || !data || !sizes)
+		return -ENOMEM;
+	batch->alloc = nr;
+	return 1;
+}
+
+void btrfs_item_batch_release(struct btrfs_item_batch *batch)
+{
+	free(batch->keys);
+	free(batch->data);
+	free(batch->sizes);
+	memset(batch, 0, sizeof(*batch));
+}
+
+int btrfs_copy_items_batch(struct tlog_trans *trans, struct btrfs_root *dst,
+			   const struct extent_buffer *src, int first_slot, int nr,
+			   struct btrfs_item_batch *batch)
+{
 	int ret;
 
 	if (nr <= 0 || first_slot < 0 || (u32)(first_slot + nr) > nritems(src))
 		return -EINVAL;
-	keys = malloc(nr * sizeof(*keys));
-	data = malloc(nr * sizeof(*data));
-	sizes = malloc(nr * sizeof(*sizes));
-	if (!keys || !data || !sizes) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	ret = btrfs_item_batch_reserve(batch, nr);
+	if (ret < 0)
+		return ret;
 	for (int i = 0; i < nr; i++) {
-		btrfs_item_key_to_cpu(src, &keys[i], first_slot + i);
-		sizes[i] = btrfs_item_size(src, first_slot + i);
-		data[i] = btrfs_item_ptr(src, first_slot + i);
+		btrfs_item_key_to_cpu(src, &batch->keys[i], first_slot + i);
+		batch->sizes[i] = btrfs_item_size(src, first_slot + i);
+		batch->data[i] = btrfs_item_ptr(src, first_slot + i);
 	}
-	ret = btrfs_insert_items(trans, dst, keys, data, sizes, nr);
-out:
-	free(keys);
-	free(data);
-	free(sizes);
+	return btrfs_insert_items(trans, dst, batch->keys, batch->data, batch->sizes, nr);
+}
+
+int btrfs_copy_items(struct tlog_trans *trans, struct btrfs_root *dst,
+		     const struct extent_buffer *src, int first_slot, int nr)
+{
+	struct btrfs_item_batch batch = { 0 };
+	int ret = btrfs_copy_items_batch(trans, dst, src, first_slot, nr, &batch);
+
+	btrfs_item_batch_release(&batch);
 	return ret;
 }
 

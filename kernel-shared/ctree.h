@@ -100,6 +100,8 @@ struct tlog_fs {
 	struct list_head log_dirty_blocks;
 	struct tlog_trans *overlay;		/* the log replayed in memory, if applied */
 	u64 data_cursor;			/* where data allocations go on, across transactions */
+	/* log blocks written by log syncs, and checked before (write_log_blocks) */
+	u64 log_blocks_written, log_blocks_verified;
 	/*
 	 * The size class of each data block group, as the kernel keeps it in
 	 * memory for as long as it is mounted (block-group.h): taken from the
@@ -388,11 +390,31 @@ int btrfs_insert_items(struct tlog_trans *trans, struct btrfs_root *root,
 		       const struct btrfs_key *keys, const void *const *data, const u32 *sizes,
 		       int nr);
 /*
+ * The keys, data pointers and sizes of a batch of items to insert, kept
+ * by a caller that copies many batches so that they are allocated once
+ * and reused (the kernel logger's preallocated scratch buffer).
+ */
+struct btrfs_item_batch {
+	struct btrfs_key *keys;
+	const void **data;
+	u32 *sizes;
+	size_t alloc;
+};
+
+/* Room for @nr items: 1 when @batch had to grow for it, 0 when it had room, or -ENOMEM. */
+int btrfs_item_batch_reserve(struct btrfs_item_batch *batch, size_t nr);
+void btrfs_item_batch_release(struct btrfs_item_batch *batch);
+
+/*
  * Copy items [@first_slot, @first_slot + @nr) of leaf @src (of any tree;
  * the caller holds a reference) into @dst in one go, keys and data as
- * they are (the kernel's copy_items for the log).  -EEXIST when one of
- * the keys is in @dst already.
+ * they are (the kernel's copy_items for the log), listed in @batch.
+ * -EEXIST when one of the keys is in @dst already.
  */
+int btrfs_copy_items_batch(struct tlog_trans *trans, struct btrfs_root *dst,
+			   const struct extent_buffer *src, int first_slot, int nr,
+			   struct btrfs_item_batch *batch);
+/* The same with a batch of its own. */
 int btrfs_copy_items(struct tlog_trans *trans, struct btrfs_root *dst,
 		     const struct extent_buffer *src, int first_slot, int nr);
 /*

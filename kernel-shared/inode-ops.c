@@ -34,7 +34,6 @@
 
 static int init_root_objectid(struct tlog_mount *mnt, struct btrfs_root *root);
 static int write_dirty_inode_items(struct tlog_mount *mnt);
-static int write_inode_item(struct tlog_mount *mnt, struct tlog_inode *inode);
 
 /* A mount of @fs with an empty inode cache of @hash_size buckets (a power of two). */
 static struct tlog_mount *mount_alloc(struct tlog_fs *fs, size_t hash_size)
@@ -129,6 +128,7 @@ void tlog_mount_close(struct tlog_mount *mnt)
 	}
 	free(mnt->objectids);
 	free(mnt->hash);
+	btrfs_item_batch_release(&mnt->log_batch);
 	for (u64 i = 0; i < mnt->stats.full_commits; i++)
 		free(mnt->stats.full_commit_reasons[i]);
 	free(mnt->stats.full_commit_reasons);
@@ -352,7 +352,7 @@ int tlog_iforget(struct tlog_mount *mnt, struct tlog_inode *inode)
 	if (--inode->refs > 0)
 		return 0;
 	if (inode->item_dirty && !inode->evicted)
-		err = write_inode_item(mnt, inode);
+		err = tlog_write_inode_item(mnt, inode);
 	pp = &mnt->hash[inode_hash(mnt, inode->root->root_key.objectid, inode->ino)];
 	while (*pp != inode)
 		pp = &(*pp)->hash_next;
@@ -381,8 +381,7 @@ void tlog_inode_mark_dirty(struct tlog_mount *mnt, struct tlog_inode *inode)
 		list_add_tail(&inode->dirty_list, &mnt->dirty_inodes);
 }
 
-/* Write the in-memory item of @inode into its tree (the delayed inode update). */
-static int write_inode_item(struct tlog_mount *mnt, struct tlog_inode *inode)
+int tlog_write_inode_item(struct tlog_mount *mnt, struct tlog_inode *inode)
 {
 	struct btrfs_key key = { inode->ino, BTRFS_INODE_ITEM_KEY, 0 };
 	struct tlog_trans *trans;
@@ -424,7 +423,7 @@ static int write_dirty_inode_items(struct tlog_mount *mnt)
 
 		pos = pos->next;
 		if (inode->item_dirty && !inode->evicted)
-			err = write_inode_item(mnt, inode);
+			err = tlog_write_inode_item(mnt, inode);
 		if (err)
 			return err;
 		/*

@@ -129,6 +129,9 @@ struct tlog_mount_stats {
 	u64 log_searches;		/* searches of a log tree by the logger */
 	u64 log_syncs;
 	u64 log_blocks_written;
+	u64 log_blocks_verified;	/* checked by the write-time tree-checker */
+	u64 copy_buffer_allocations;	/* item lists (re)allocated for copies into the log */
+	u64 inode_items_flushed_for_log;	/* in-memory inode items written to the subvolume first */
 	u64 full_commits;		/* fsyncs that committed, a reason each: */
 	char **full_commit_reasons;
 };
@@ -166,12 +169,16 @@ struct tlog_mount {
 	/* the log transaction: counts log syncs (root->log_transid, one for all roots) */
 	u64 log_transid;
 	/*
-	 * The logger without the kernel's search-saving optimisations (old
-	 * log items dropped even for an inode not logged before in the
-	 * transaction, items copied one at a time): the same log, for
-	 * bench/fsync to measure what they save.
+	 * The logger without the kernel's optimisations (old log items
+	 * dropped even for an inode not logged before in the transaction,
+	 * items copied one at a time with an item list allocated for each,
+	 * the in-memory inode item written to the subvolume before a full
+	 * sync copies its items): the same log, for bench/fsync to measure
+	 * what they save.
 	 */
 	bool log_unoptimized;
+	/* the item list reused by every copy into the log (log_unoptimized: one per copy) */
+	struct btrfs_item_batch log_batch;
 	/*
 	 * Tests only (TLOG_LOG_BREAK in tlogctl run): a logging rule left
 	 * out on purpose, to show that the fsync contract check and the
@@ -183,11 +190,17 @@ struct tlog_mount {
 
 #define TLOG_BREAK_PARENTS	(1U << 0)	/* no btrfs_log_all_parents */
 #define TLOG_BREAK_NEW_DENTRIES	(1U << 1)	/* no log_new_dir_dentries */
+#define TLOG_BREAK_BAD_ITEM	(1U << 2)	/* log inode items without a file type */
 
 /* ---- the mount ---- */
 
 /* Open @fs (writable) for inode operations.  *@ret is freed by tlog_mount_close(). */
 int tlog_mount_open(struct tlog_fs *fs, struct tlog_mount **ret);
+/*
+ * Write the in-memory item of @inode into its tree now (the delayed inode
+ * update, otherwise done before the commit).
+ */
+int tlog_write_inode_item(struct tlog_mount *mnt, struct tlog_inode *inode);
 /* Forget everything not committed (a power cut) and free the mount. */
 void tlog_mount_close(struct tlog_mount *mnt);
 /*

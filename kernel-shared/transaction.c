@@ -1160,15 +1160,32 @@ static int update_log_root_item(struct tlog_trans *trans, struct btrfs_root *log
 	return ret;
 }
 
+/*
+ * Every log block is checked before it is written, as the kernel's
+ * write-time tree-checker does: a log the kernel would refuse to replay
+ * never reaches the disk (the sync fails, and the fsync commits instead).
+ */
 static int write_log_blocks(struct tlog_fs *fs)
 {
 	struct extent_buffer *eb;
 	int err;
 
 	list_for_each_eb(eb, &fs->log_dirty_blocks) {
+		err = btrfs_check_block_for_write(fs, eb);
+		if (err) {
+			char why[256];
+
+			snprintf(why, sizeof(why), "%s", tlog_error_get());
+			return tlog_error(err, "log block %llu fails the write-time check (%s)",
+					  (unsigned long long)eb->start, why);
+		}
+		fs->log_blocks_verified++;
+	}
+	list_for_each_eb(eb, &fs->log_dirty_blocks) {
 		err = write_tree_block(fs, eb);
 		if (err)
 			return err;
+		fs->log_blocks_written++;
 	}
 	return 0;
 }

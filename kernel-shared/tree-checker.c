@@ -655,6 +655,21 @@ int btrfs_check_item(const struct tlog_fs *fs, const struct extent_buffer *leaf,
 	return 0;
 }
 
+int btrfs_check_block_for_write(struct tlog_fs *fs, const struct extent_buffer *eb)
+{
+	struct btrfs_key key, prev;
+	int ret = btrfs_check_tree_block_layout(fs, eb->data, eb->start);
+
+	if (ret || btrfs_header_level_eb(eb) != 0)
+		return ret;
+	for (u32 slot = 0; !ret && slot < btrfs_header_nritems_eb(eb); slot++) {
+		btrfs_item_key_to_cpu(eb, &key, slot);
+		ret = btrfs_check_item(fs, eb, slot, &key, slot ? &prev : NULL);
+		prev = key;
+	}
+	return ret;
+}
+
 /* ---- extents, references, checksums ---- */
 
 int btrfs_parse_file_extent(const void *ptr, u32 size, u64 key_offset,

@@ -53,6 +53,14 @@ int btrfs_check_item(const struct tlog_fs *fs, const struct extent_buffer *leaf,
 int btrfs_check_tree_block(struct tlog_fs *fs, const u8 *buf, u64 bytenr);
 /* The same without the checksum: header and item layout only. */
 int btrfs_check_tree_block_layout(struct tlog_fs *fs, const u8 *buf, u64 bytenr);
+/*
+ * The kernel's write-time tree-checker: the layout of block @eb and, for
+ * a leaf, every item through the decoder of its type.  Reads check only
+ * the checksum and layout (the hot path: every block read); the items of
+ * a block are judged where they matter - before it is written, and by
+ * replay before a log item is used.
+ */
+int btrfs_check_block_for_write(struct tlog_fs *fs, const struct extent_buffer *eb);
 
 /* ---- extents, references, checksums ---- */
 

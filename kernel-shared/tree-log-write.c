@@ -175,6 +175,8 @@ static void fill_inode_item(const struct log_ctx *ctx, const struct tlog_inode *
 	btrfs_set_inode_item_transid(out, ctx->trans->transid);
 	btrfs_set_inode_item_block_group(out, 0);
 	btrfs_set_inode_item_nbytes(out, 0);
+	if (ctx->mnt->log_broken & TLOG_BREAK_BAD_ITEM)
+		btrfs_set_inode_item_mode(out, btrfs_inode_item_mode(out) & ~S_IFMT);
 }
 
 /* log_inode_item: the inode item, overwritten in the log or inserted. */
@@ -266,18 +268,26 @@ static int log_extent_csums(struct log_ctx *ctx, const struct tlog_inode *inode,
 
 /*
  * Items [@slot, @slot + @nr) of @leaf into the log in one insertion (the
- * XFS-style contiguous copy; one at a time with the optimisations off).
+ * XFS-style contiguous copy), listed in the mount's item list, allocated
+ * once and reused as the kernel reuses its scratch buffer.  With the
+ * optimisations off: one item at a time, a new list for each.
  */
 static int copy_run(struct log_ctx *ctx, const struct extent_buffer *leaf, int slot, int nr)
 {
+	struct tlog_mount *mnt = ctx->mnt;
 	int ret = 0;
 
-	if (!ctx->mnt->log_unoptimized) {
-		ctx->mnt->stats.log_searches++;
-		return btrfs_copy_items(ctx->trans, ctx->log, leaf, slot, nr);
+	if (!mnt->log_unoptimized) {
+		mnt->stats.log_searches++;
+		ret = btrfs_item_batch_reserve(&mnt->log_batch, nr);
+		if (ret < 0)
+			return ret;
+		mnt->stats.copy_buffer_allocations += ret;
+		return btrfs_copy_items_batch(ctx->trans, ctx->log, leaf, slot, nr, &mnt->log_batch);
 	}
 	for (int i = slot; !ret && i < slot + nr; i++) {
-		ctx->mnt->stats.log_searches++;
+		mnt->stats.log_searches++;
+		mnt->stats.copy_buffer_allocations++;
 		ret = btrfs_copy_items(ctx->trans, ctx->log, leaf, i, 1);
 	}
 	return ret;
@@ -893,6 +903,18 @@ static int prepare_file(struct log_ctx *ctx, struct tlog_inode *inode, enum log_
 			return may_be_in_log(ctx) ? drop_inode_items(ctx, inode, *max_type) : 0;
 		inode->full_sync = false;
 		inode->needs_full_log = false;
+		/*
+		 * The log's inode item comes from memory (log_inode_item), so
+		 * the kernel no longer commits the delayed inode into the
+		 * subvolume first; without the optimisations, it is.
+		 */
+		if (ctx->mnt->log_unoptimized && inode->item_dirty) {
+			int ret = tlog_write_inode_item(ctx->mnt, inode);
+
+			if (ret)
+				return ret;
+			ctx->mnt->stats.inode_items_flushed_for_log++;
+		}
 		if (!may_be_in_log(ctx))
 			return 0;
 		count_deletion_search(ctx);
@@ -1427,19 +1449,16 @@ static int note_full_commit(struct tlog_mount *mnt, const char *reason)
 
 static int sync_log(struct log_ctx *ctx)
 {
-	struct list_head *pos;
-	u64 blocks = 0;
-	int ret;
+	const struct tlog_fs *fs = ctx->trans->fs;
+	const u64 written = fs->log_blocks_written, verified = fs->log_blocks_verified;
+	int ret = tlog_trans_sync_log(ctx->trans, ctx->log);
 
-	for (pos = ctx->trans->fs->log_dirty_blocks.next; pos != &ctx->trans->fs->log_dirty_blocks;
-	     pos = pos->next)
-		blocks++;
-	ret = tlog_trans_sync_log(ctx->trans, ctx->log);
 	if (ret)
 		return ret;
 	ctx->root->log_synced_below = ++ctx->mnt->log_transid;
 	ctx->mnt->stats.log_syncs++;
-	ctx->mnt->stats.log_blocks_written += blocks;
+	ctx->mnt->stats.log_blocks_written += fs->log_blocks_written - written;
+	ctx->mnt->stats.log_blocks_verified += fs->log_blocks_verified - verified;
 	return 0;
 }
 

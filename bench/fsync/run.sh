@@ -108,7 +108,9 @@ python3 - "$work/t-on.json" "$work/t-off.json" <<'PY'
 import json, sys
 on, off = (json.load(open(f)) for f in sys.argv[1:3])
 keys = ["inodes_logged", "items_copied", "log_searches", "deletion_searches",
-        "deletion_searches_first_logging", "log_syncs", "log_blocks_written", "full_commits"]
+        "deletion_searches_first_logging", "copy_buffer_allocations",
+        "inode_items_flushed_for_log", "log_syncs", "log_blocks_written",
+        "log_blocks_verified", "full_commits"]
 print("  %-32s %12s %12s" % ("counter", "optimised", "not"))
 for k in keys:
     print("  %-32s %12d %12d" % (k, on.get(k, 0), off.get(k, 0)))

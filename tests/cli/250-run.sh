@@ -224,16 +224,35 @@ for v in on off; do
 	SOURCE_DATE_EPOCH=1700000000 tl run $opt --stats --format json "$TMP/opt-$v.img" "$TMP/opt.tlw" \
 		> "$TMP/opt-$v.json" 2> "$TMP/opt-$v.err" || { cat "$TMP/opt-$v.err"; fail "run ($v)"; }
 	tl dump-log "$TMP/opt-$v.img" | grep -v '^log root tree\|^log tree of' > "$TMP/opt-$v.log"
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["log_syncs"], d["deletion_searches_first_logging"], d["log_searches"])' \
-		"$TMP/opt-$v.json" > "$TMP/opt-$v.n"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(*[d[k] for k in sys.argv[2:]])' \
+		"$TMP/opt-$v.json" log_syncs deletion_searches_first_logging log_searches \
+		copy_buffer_allocations inode_items_flushed_for_log log_blocks_written \
+		log_blocks_verified items_copied > "$TMP/opt-$v.n"
 done
 diff "$TMP/opt-on.log" "$TMP/opt-off.log" || fail "--no-log-optimizations changes the log"
-read -r syncs first_on searches_on < "$TMP/opt-on.n"
-read -r _ first_off searches_off < "$TMP/opt-off.n"
+read -r syncs first_on searches_on allocs_on flushed_on written verified copied < "$TMP/opt-on.n"
+read -r _ first_off searches_off allocs_off flushed_off _ _ _ < "$TMP/opt-off.n"
 [ "$syncs" -gt 1 ] || fail "the script synced no log ($syncs)"
 [ "$first_on" = 0 ] || fail "$first_on deletion searches for inodes logged the first time"
 [ "$first_off" -gt 0 ] && [ "$searches_off" -gt "$searches_on" ] ||
 	fail "without the optimisations: $first_off first-time deletion searches, $searches_off log searches (with: $searches_on)"
+# one item list, grown to the longest run, for every copy ($copied items)
+[ "$allocs_on" -ge 1 ] && [ "$allocs_on" -le 3 ] && [ "$allocs_off" -gt $((allocs_on * 3)) ] ||
+	fail "item lists allocated for copies: $allocs_on (without the optimisations $allocs_off)"
+# full syncs copy from memory, without writing the inode item to the subvolume first
+[ "$flushed_on" = 0 ] && [ "$flushed_off" -gt 0 ] ||
+	fail "inode items written for the log: $flushed_on (without the optimisations $flushed_off)"
+[ "$written" -gt 0 ] && [ "$verified" = "$written" ] ||
+	fail "$verified of $written log blocks checked before they were written"
+# a log block the kernel would refuse is never written: the fsync commits instead
+tl mkfs -q -b 256M "$TMP/bad.img" || fail "mkfs"
+TLOG_LOG_BREAK=bad-item tl run --stats --format json "$TMP/bad.img" "$TMP/opt.tlw" \
+	> "$TMP/bad.json" 2> "$TMP/bad.err" || { cat "$TMP/bad.err"; fail "run with bad log items"; }
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["log_syncs"], d["full_commits"], *set(d["full_commit_reasons"]))' \
+	"$TMP/bad.json" > "$TMP/bad.n"
+[ "$(cat "$TMP/bad.n")" = "0 $syncs writing the log failed" ] ||
+	fail "inode items without a file type: $(cat "$TMP/bad.n") (log syncs, full commits, reasons)"
+tl dump-log "$TMP/bad.img" | grep -q '^no log tree' || fail "a log with bad items reached the disk"
 
 # ---- bad targets ----
 rc=0
