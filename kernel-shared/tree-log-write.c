@@ -62,8 +62,6 @@ struct log_ctx {
 	bool logged_before;	/* the inode being logged was, in this transaction */
 	/* a directory logged in full copied an entry of a new name (not a subvolume) */
 	bool log_new_dentries;
-	/* logging a name added by link or rename: no new dentries, no log sync */
-	bool logging_new_name;
 	/* conflicting inodes: queued by name checks, logged by the outermost btrfs_log_inode */
 	struct btrfs_root *root;
 	u64 fsync_ino;
@@ -159,18 +157,22 @@ static bool need_log_inode(const struct log_ctx *ctx, const struct tlog_inode *i
 
 /*
  * fill_inode_item for the log: the in-memory inode; an "exists" entry has
- * generation 0 (replay then keeps what the subvolume has) and @logged_isize.
- * nbytes is 0: replay computes it, and the kernel leaves it unset.
+ * @logged_isize and generation 0 (replay then keeps what the subvolume
+ * has) - unless the inode was logged before in this transaction, whose
+ * logged size and attributes replay must then apply (6.18.y: a truncate
+ * to 0, fsync, link, power cut kept the old size).  nbytes is 0: replay
+ * computes it, and the kernel leaves it unset.
  */
 static void fill_inode_item(const struct log_ctx *ctx, const struct tlog_inode *inode,
 			    enum log_mode mode, u64 logged_isize, struct btrfs_inode_item *out)
 {
 	*out = inode->item;
+	btrfs_set_inode_item_generation(out, inode->generation);
 	if (mode == LOG_INODE_EXISTS) {
-		btrfs_set_inode_item_generation(out, 0);
+		/* logged before in this transaction: that logging's values stay in force */
+		if (!ctx->logged_before)
+			btrfs_set_inode_item_generation(out, 0);
 		btrfs_set_inode_item_size(out, logged_isize);
-	} else {
-		btrfs_set_inode_item_generation(out, inode->generation);
 	}
 	btrfs_set_inode_item_transid(out, ctx->trans->transid);
 	btrfs_set_inode_item_block_group(out, 0);
@@ -856,21 +858,16 @@ static int log_directory_changes(struct log_ctx *ctx, struct tlog_inode *dir)
 	}
 }
 
-/*
- * logged_inode_size: the i_size the log already gives the inode (never
- * above the current one), so that logging that it exists neither loses
- * logged data nor grows it.
- */
-static int logged_inode_size(struct log_ctx *ctx, const struct tlog_inode *inode, u64 *size)
+/* The i_size of inode @ino's item in @root; 1 (and 0) if it has none there. */
+static int inode_item_size(struct log_ctx *ctx, struct btrfs_root *root, u64 ino, u64 *size)
 {
-	struct btrfs_key key = { inode->ino, BTRFS_INODE_ITEM_KEY, 0 };
+	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
 	struct btrfs_path path;
 	int ret;
 
 	*size = 0;
-	ctx->mnt->stats.log_searches++;
 	btrfs_init_path(&path);
-	ret = btrfs_search_slot(ctx->log, &key, &path);
+	ret = btrfs_search_slot(root, &key, &path);
 	if (ret == 0) {
 		const struct btrfs_inode_item *ii;
 
@@ -878,10 +875,38 @@ static int logged_inode_size(struct log_ctx *ctx, const struct tlog_inode *inode
 					      &ii, NULL, 0);
 		if (!ret)
 			*size = btrfs_inode_item_size(ii);
-		if (*size > i_size(inode))
-			*size = i_size(inode);
 	}
 	btrfs_release_path(&path);
+	return ret;
+}
+
+/*
+ * get_inode_size_to_log: the i_size an "exists" entry gives the inode,
+ * so that logging that it exists neither loses logged data nor grows it:
+ * what the log has when it was logged before in this transaction, what
+ * the last commit has for an older inode, 0 for a new one; never above
+ * the current size (a shrinking truncate before a new name).
+ */
+static int size_to_log(struct log_ctx *ctx, const struct tlog_inode *inode, u64 *size)
+{
+	int ret;
+
+	*size = 0;
+	ret = 1;
+	if (may_be_in_log(ctx)) {
+		ctx->mnt->stats.log_searches++;
+		ret = inode_item_size(ctx, ctx->log, inode->ino, size);
+	}
+	if (ret > 0 && !ctx->logged_before && inode->generation < ctx->trans->transid) {
+		struct btrfs_root committed;
+
+		ret = btrfs_read_commit_root(ctx->trans->fs, inode->root->root_key.objectid,
+					     &committed);
+		if (!ret)
+			ret = inode_item_size(ctx, &committed, inode->ino, size);
+	}
+	if (*size > i_size(inode))
+		*size = i_size(inode);
 	return ret < 0 ? ret : 0;
 }
 
@@ -958,8 +983,8 @@ static int btrfs_log_inode(struct log_ctx *ctx, struct tlog_inode *inode, enum l
 		inode->needs_full_log = false;
 		ret = may_be_in_log(ctx) ? drop_inode_items(ctx, inode, BTRFS_XATTR_ITEM_KEY) : 0;
 	} else {
-		if (mode == LOG_INODE_EXISTS && may_be_in_log(ctx))
-			ret = logged_inode_size(ctx, inode, &logged_isize);
+		if (mode == LOG_INODE_EXISTS)
+			ret = size_to_log(ctx, inode, &logged_isize);
 		if (!ret)
 			ret = prepare_file(ctx, inode, mode, &fast_search, &max_type);
 	}
@@ -1294,7 +1319,9 @@ static int next_new_logged_dentry(struct log_ctx *ctx, u64 dir, u64 *next, u64 *
  * those, breadth first.  Each directory is looked at from its
  * first_dir_index_to_log on: a later fsync does not log again the inodes
  * of entries an earlier one looked at, even if they changed since (the
- * kernel's delayed items, logged once, behave the same).
+ * kernel's delayed items, logged once, behave the same).  So this is done
+ * when logging a new name too (6.18.y: skipping it then lost the inodes
+ * of entries a later directory fsync no longer looks at).
  */
 static int log_new_dir_dentries(struct log_ctx *ctx, struct tlog_inode *start)
 {
@@ -1302,8 +1329,6 @@ static int log_new_dir_dentries(struct log_ctx *ctx, struct tlog_inode *start)
 	struct tlog_inode *dir = start;
 	int ret = 0;
 
-	if (ctx->logging_new_name)
-		return 0;
 	for (;;) {
 		u64 next = dir->first_dir_index_to_log, ino;
 		bool is_dir;
@@ -1575,7 +1600,7 @@ void btrfs_log_new_name(struct tlog_mount *mnt, struct tlog_inode *inode,
 			struct tlog_inode *old_dir, const char *old_name, u16 old_len,
 			u64 old_index)
 {
-	struct log_ctx ctx = { .mnt = mnt, .logging_new_name = true };
+	struct log_ctx ctx = { .mnt = mnt };
 	int ret = 0;
 
 	ctx.log = log_of_logged(mnt, inode, old_dir);
