@@ -266,7 +266,12 @@ static int load_size_classes(struct tlog_block_groups *bgs, bool first_data_allo
 
 		if (!uses_size_class(bg))
 			continue;
-		if (c) {
+		if (c && !bg->used) {
+			/* emptied by the last commit: the class goes with the last extent */
+			bg->size_class = BTRFS_BG_SZ_NONE;
+			if (remember_class(fs, bg))
+				return -ENOMEM;
+		} else if (c) {
 			bg->size_class = c->size_class;
 		} else if (first_data_alloc) {
 			bg->size_class = bg->sampled_class;

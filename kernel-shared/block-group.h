@@ -25,7 +25,8 @@ struct free_range {
  * fallocate after small compressed writes makes a chunk, and the fsync
  * after it a full commit.  A group's class is known from the moment
  * space is first taken in the mount: from the extents it has then (the
- * smallest of five evenly spaced samples), else from its first allocation.
+ * smallest of five evenly spaced samples), else from its first allocation;
+ * a commit that leaves it empty takes the class away.
  */
 enum btrfs_bg_size_class {
 	BTRFS_BG_SZ_NONE,

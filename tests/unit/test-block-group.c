@@ -10,6 +10,7 @@
 
 #include "block-group.h"
 #include "errctx.h"
+#include "file-extent.h"
 #include "mem-fs.h"
 #include "transaction.h"
 
@@ -91,6 +92,40 @@ Test(block_group, extents_go_to_groups_of_their_class)
 	cr_assert_eq(tlog_trans_commit(trans), 0, "%s", tlog_error_get());
 	cr_assert_eq(data_group_of(fs, small2), data_group_of(fs, small));
 	cr_assert_eq(data_group_of(fs, medium2), data_group_of(fs, medium));
+	tlog_close(fs);
+	tlog_bdev_close(bdev);
+}
+
+/*
+ * A group left empty by a commit loses its class: a medium extent then
+ * goes to the group its small extents held, without a new chunk (a free
+ * in the same transaction is not enough: the space is pinned until the
+ * commit, and the class stays).
+ */
+Test(block_group, an_emptied_group_loses_its_class)
+{
+	struct tlog_bdev *bdev = memfs_make();
+	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
+	struct btrfs_root *root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
+	struct tlog_trans *trans;
+	u64 small, medium, found;
+
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	cr_assert_eq(memfs_create_inode(trans, root, INO, 16 << 20, 0), 0);
+	small = write_extent(trans, root, 0, 16 << 10);
+	cr_assert_eq(tlog_trans_commit(trans), 0, "%s", tlog_error_get());
+
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	cr_assert_eq(btrfs_drop_file_extents(trans, root, INO, 0, 16 << 10, &found), 0);
+	cr_assert_eq(found, 16 << 10);
+	cr_assert_eq(tlog_trans_commit(trans), 0, "%s", tlog_error_get());
+
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	medium = write_extent(trans, root, 1 << 20, 512 << 10);
+	cr_assert_not(tlog_trans_needs_full_commit(trans), "a chunk for a medium extent: %s",
+		      tlog_trans_full_commit_reason(trans));
+	cr_assert_eq(tlog_trans_commit(trans), 0, "%s", tlog_error_get());
+	cr_assert_eq(data_group_of(fs, medium), data_group_of(fs, small));
 	tlog_close(fs);
 	tlog_bdev_close(bdev);
 }
