@@ -1349,7 +1349,6 @@ int tlog_link(struct tlog_mount *mnt, struct tlog_inode *inode, struct tlog_inod
 		return -EMLINK;
 	btrfs_set_inode_item_nlink(&inode->item, btrfs_inode_item_nlink(&inode->item) + 1);
 	touch_ctime(mnt, inode);
-	inode->needs_full_log = true;
 	err = tlog_add_link(mnt, dir, inode, name, len, index, true);
 	if (!err)
 		btrfs_log_new_name(mnt, inode, NULL, NULL, 0, 0);

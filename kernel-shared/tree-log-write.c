@@ -68,8 +68,8 @@ struct log_ctx {
 	bool logging_conflicts;
 	struct conflict {
 		u64 ino, parent;
-	} *conflicts;
-	size_t nr_conflicts, alloc_conflicts;
+	} *conflicts;		/* a queue: [conflicts_head, nr_conflicts) waiting */
+	size_t nr_conflicts, alloc_conflicts, conflicts_head;
 };
 
 static int force_commit(struct log_ctx *ctx, const char *reason)
@@ -1086,6 +1086,11 @@ static int add_conflicting_inode(struct log_ctx *ctx, struct btrfs_root *committ
 
 	if (ino == ctx->fsync_ino)
 		return 0;
+	/*
+	 * Counted over the whole fsync, never down: two inodes that swapped
+	 * names (an exchange) keep naming each other while their full sync
+	 * or COPY_EVERYTHING stays set, until this says commit.
+	 */
 	if (ctx->nr_conflicts >= MAX_CONFLICT_INODES)
 		return force_commit(ctx, "too many conflicting inodes");
 	ret = tlog_iget(ctx->mnt, ctx->root, ino, &other);
@@ -1168,8 +1173,8 @@ static int log_conflicting_inodes(struct log_ctx *ctx)
 	if (ctx->logging_conflicts)
 		return 0;
 	ctx->logging_conflicts = true;
-	while (!ret && ctx->nr_conflicts) {
-		struct conflict c = ctx->conflicts[--ctx->nr_conflicts];
+	while (!ret && ctx->conflicts_head < ctx->nr_conflicts) {
+		struct conflict c = ctx->conflicts[ctx->conflicts_head++];
 		struct tlog_inode *inode;
 
 		ret = tlog_iget(ctx->mnt, ctx->root, c.ino, &inode);
@@ -1193,7 +1198,7 @@ static int log_conflicting_inodes(struct log_ctx *ctx)
 		tlog_iput(ctx->mnt, inode);
 	}
 	ctx->logging_conflicts = false;
-	ctx->nr_conflicts = 0;
+	ctx->conflicts_head = ctx->nr_conflicts;
 	return ret;
 }
 
@@ -1603,6 +1608,8 @@ void btrfs_log_new_name(struct tlog_mount *mnt, struct tlog_inode *inode,
 	struct log_ctx ctx = { .mnt = mnt };
 	int ret = 0;
 
+	/* its next logging copies all its items, whether or not the log has it now */
+	inode->needs_full_log = true;
 	ctx.log = log_of_logged(mnt, inode, old_dir);
 	if (!ctx.log)
 		return;
