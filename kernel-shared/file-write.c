@@ -1507,17 +1507,21 @@ static int check_clone_files(struct tlog_mount *mnt, struct tlog_inode *src,
 }
 
 /*
- * Both ranges are written back before anything is shared (a clone the
- * checks refuse flushes nothing: seen on 6.18, where the dirty data of a
- * refused FICLONERANGE stays in one extent with its neighbours).
+ * Written back before anything is shared: the whole source file, as
+ * btrfs_remap_file_range_prep flushes it all (so that NOCOW writes reach
+ * the disk as NOCOW before the extents gain a reference; seen on 6.18:
+ * dirty data far outside the cloned range is in the next commit), then
+ * the destination range.  A clone the checks refuse flushes nothing (the
+ * dirty data of a refused FICLONERANGE stays in one extent with its
+ * neighbours).
  */
-static int flush_clone_ranges(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 alen,
-			      struct tlog_inode *dst, u64 dst_off)
+static int flush_clone_ranges(struct tlog_mount *mnt, struct tlog_inode *src,
+			      struct tlog_inode *dst, u64 dst_off, u64 alen)
 {
 	int err = tlog_mount_trans(mnt, &mnt->trans);
 
 	if (!err)
-		err = tlog_writeback_range(mnt, src, off, off + alen);
+		err = tlog_writeback_inode(mnt, src);
 	if (!err)
 		err = tlog_writeback_range(mnt, dst, dst_off, dst_off + alen);
 	return err;
@@ -1560,7 +1564,7 @@ int tlog_clone_range(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u6
 	if (!err)
 		err = check_clone(mnt, src, off, &len, dst, dst_off, &alen);
 	if (!err && len)
-		err = flush_clone_ranges(mnt, src, off, alen, dst, dst_off);
+		err = flush_clone_ranges(mnt, src, dst, dst_off, alen);
 	if (err || len == 0)
 		return err;
 	/* the destination's page cache over the range is replaced */
