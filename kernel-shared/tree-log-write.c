@@ -1492,9 +1492,20 @@ static int sync_log(struct log_ctx *ctx)
 	return 0;
 }
 
+/* btrfs_init_log_ctx: a logging of @inode (an fsync, or a new name) in the running transaction. */
+static struct log_ctx init_log_ctx(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	return (struct log_ctx){
+		.mnt = mnt,
+		.trans = mnt->trans,
+		.root = inode->root,
+		.fsync_ino = inode->ino,
+	};
+}
+
 int btrfs_sync_file(struct tlog_mount *mnt, struct tlog_inode *inode, bool datasync)
 {
-	struct log_ctx ctx = { .mnt = mnt };
+	struct log_ctx ctx;
 	int ret;
 
 	(void)datasync;		/* 6.18 logs an fdatasync as an fsync */
@@ -1505,9 +1516,7 @@ int btrfs_sync_file(struct tlog_mount *mnt, struct tlog_inode *inode, bool datas
 		inode->full_sync = false;
 		return 0;
 	}
-	ctx.trans = mnt->trans;
-	ctx.root = inode->root;
-	ctx.fsync_ino = inode->ino;
+	ctx = init_log_ctx(mnt, inode);
 	ret = log_inode_parent(&ctx, inode, LOG_INODE_ALL);
 	free(ctx.conflicts);
 	if (ret == LOG_NO_SYNC)
@@ -1605,17 +1614,17 @@ void btrfs_log_new_name(struct tlog_mount *mnt, struct tlog_inode *inode,
 			struct tlog_inode *old_dir, const char *old_name, u16 old_len,
 			u64 old_index)
 {
-	struct log_ctx ctx = { .mnt = mnt };
+	struct log_ctx ctx;
+	struct btrfs_root *log;
 	int ret = 0;
 
 	/* its next logging copies all its items, whether or not the log has it now */
 	inode->needs_full_log = true;
-	ctx.log = log_of_logged(mnt, inode, old_dir);
-	if (!ctx.log)
+	log = log_of_logged(mnt, inode, old_dir);
+	if (!log)
 		return;
-	ctx.trans = mnt->trans;
-	ctx.root = inode->root;
-	ctx.fsync_ino = inode->ino;
+	ctx = init_log_ctx(mnt, inode);
+	ctx.log = log;
 	/* the old name must not come back with the new one at replay */
 	if (old_dir && old_dir->logged_trans == ctx.trans->transid) {
 		ret = del_logged_dentry(ctx.trans, ctx.log, old_dir->ino, old_name, old_len, old_index);
