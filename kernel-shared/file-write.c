@@ -1080,12 +1080,17 @@ int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
 		return err;
 	if (size > MAX_LFS_FILESIZE)
 		return -EFBIG;
+	bool trimmed = false;
+
 	err = tlog_mount_trans(mnt, &mnt->trans);
 	if (!err)
 		err = tlog_inode_kill_privs(mnt, inode);
 	if (!err && size > old) {
 		err = cont_expand(mnt, inode, old, size);
 	} else if (!err) {
+		struct tlog_file_extent *v;
+		size_t nr;
+
 		/*
 		 * btrfs_setsize then btrfs_truncate: the page cache past the
 		 * new size goes, the dirty block holding it is written back
@@ -1098,7 +1103,12 @@ int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
 		if (!err && size != old)
 			err = tlog_writeback_range(mnt, inode, sector_down(mnt, size), (u64)-1);
 		if (!err)
+			err = collect_extents(mnt, inode, size, (u64)-1, &v, &nr);
+		if (!err) {
+			trimmed = nr > 0;
+			free(v);
 			err = shrink(mnt, inode, size);
+		}
 	}
 	if (err)
 		return err;
@@ -1109,6 +1119,14 @@ int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
 	inode->disk_i_size = size;
 	inode->full_sync = true;
 	data_changed(mnt, inode);
+	/*
+	 * btrfs_truncate's btrfs_set_inode_full_sync when extents were cut:
+	 * pessimistic, it takes the last transaction of the inode - this one
+	 * - as its last reflink, so the next fsync logs the older extents
+	 * below i_size too.
+	 */
+	if (trimmed && inode->last_reflink_trans < inode->last_trans)
+		inode->last_reflink_trans = inode->last_trans;
 	return 0;
 }
 
@@ -1351,7 +1369,8 @@ static int insert_extent_ref(struct tlog_mount *mnt, struct tlog_inode *inode, u
 	int err;
 
 	memset(&fi, 0, sizeof(fi));
-	btrfs_set_file_extent_item_generation(&fi, mnt->trans->transid);
+	/* a copy of the source's item: its generation too (btrfs_clone) */
+	btrfs_set_file_extent_item_generation(&fi, e->generation);
 	btrfs_set_file_extent_item_ram_bytes(&fi, e->ram_bytes);
 	btrfs_set_file_extent_item_compression(&fi, e->compression);
 	btrfs_set_file_extent_item_type(&fi, e->type);
