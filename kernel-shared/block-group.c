@@ -176,6 +176,7 @@ static int read_block_group_items(struct tlog_fs *fs, struct tlog_block_groups *
 		bg->start = iter.key.objectid;
 		bg->length = iter.key.offset;
 		bg->used = btrfs_block_group_item_used(bgi);
+		bg->committed_used = bg->used;
 		bg->flags = btrfs_block_group_item_flags(bgi);
 	}
 	if (!err && iter.ret < 0)
@@ -244,6 +245,7 @@ static int remember_class(struct tlog_fs *fs, const struct tlog_block_group *bg)
 			return -ENOMEM;
 		c = &fs->bg_size_classes[fs->nr_bg_size_classes++];
 		c->start = bg->start;
+		c->used = bg->committed_used;
 	}
 	c->size_class = bg->size_class;
 	return 0;
@@ -262,12 +264,12 @@ static int load_size_classes(struct tlog_block_groups *bgs, bool first_data_allo
 		return 0;
 	for (size_t i = 0; i < bgs->nr; i++) {
 		struct tlog_block_group *bg = &bgs->v[i];
-		const struct tlog_bg_size_class *c = remembered_class(fs, bg->start);
+		struct tlog_bg_size_class *c = remembered_class(fs, bg->start);
 
 		if (!uses_size_class(bg))
 			continue;
-		if (c && !bg->used) {
-			/* emptied by the last commit: the class goes with the last extent */
+		if (c && c->used && !bg->used) {
+			/* the last commit freed its last extent: the class goes with it */
 			bg->size_class = BTRFS_BG_SZ_NONE;
 			if (remember_class(fs, bg))
 				return -ENOMEM;
@@ -278,6 +280,9 @@ static int load_size_classes(struct tlog_block_groups *bgs, bool first_data_allo
 			if (remember_class(fs, bg))
 				return -ENOMEM;
 		}
+		c = remembered_class(fs, bg->start);
+		if (c)
+			c->used = bg->committed_used;
 	}
 	if (first_data_alloc)
 		fs->bg_size_classes_loaded = true;

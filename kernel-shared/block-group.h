@@ -26,7 +26,9 @@ struct free_range {
  * after it a full commit.  A group's class is known from the moment
  * space is first taken in the mount: from the extents it has then (the
  * smallest of five evenly spaced samples), else from its first allocation;
- * a commit that leaves it empty takes the class away.
+ * freeing the last extent of an earlier commit takes the class away
+ * (btrfs_maybe_reset_size_class), space taken and given back within one
+ * transaction does not (it is only pinned).
  */
 enum btrfs_bg_size_class {
 	BTRFS_BG_SZ_NONE,
@@ -43,6 +45,7 @@ struct tlog_block_group {
 	u64 length;
 	u64 flags;
 	u64 used;
+	u64 committed_used;		/* as the last commit left it */
 	u8 size_class;			/* enum btrfs_bg_size_class, data groups only */
 	u8 sampled_class;		/* what the extent tree says, when loaded */
 	int samples;			/* of the extent tree, taken so far */

@@ -45,11 +45,14 @@ struct btrfs_root {
 	u64 generation;
 	u8 level;
 	/*
-	 * A subvolume: one past the last log transaction of the mount
-	 * (tlog_mount.log_transid) its log was synced in - the kernel's
-	 * root->last_log_commit: changes of earlier ones are on disk.
+	 * A subvolume's log transactions, as the kernel counts them:
+	 * log_transid is the one running (each log sync moves it on),
+	 * last_log_commit the last one synced.  Both start again at 0 when
+	 * a transaction makes the subvolume's log tree; between, they keep
+	 * their values, and an inode changed then carries the old count.
 	 */
-	u64 log_synced_below;
+	u64 log_transid;
+	u64 last_log_commit;
 	struct btrfs_root *next;	/* fs->roots list */
 };
 
@@ -109,6 +112,7 @@ struct tlog_fs {
 	 */
 	struct tlog_bg_size_class {
 		u64 start;
+		u64 used;		/* the group's used bytes at the last commit */
 		u8 size_class;
 	} *bg_size_classes;
 	size_t nr_bg_size_classes, alloc_bg_size_classes;

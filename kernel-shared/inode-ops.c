@@ -368,7 +368,7 @@ static void set_inode_last_trans(struct tlog_mount *mnt, struct tlog_inode *inod
 {
 	if (mnt->trans)
 		inode->last_trans = mnt->trans->transid;
-	inode->last_sub_trans = (s64)mnt->log_transid;
+	inode->last_sub_trans = (s64)inode->root->log_transid;
 	inode->last_log_commit = inode->last_sub_trans - 1;
 }
 

@@ -93,7 +93,7 @@ struct tlog_inode {
 	 */
 	u64 first_dir_index_to_log;
 	/*
-	 * The log transaction (mnt->log_transid) of its last change, and the
+	 * The log transaction (root->log_transid) of its last change, and the
 	 * one its last full logging covered: last_sub_trans <= last_log_commit
 	 * means the log has it all (btrfs_inode_in_log).  Every update of the
 	 * inode sets last_log_commit one below last_sub_trans, as
@@ -166,8 +166,6 @@ struct tlog_mount {
 	 * when space runs short.
 	 */
 	u64 reserved_bound;
-	/* the log transaction: counts log syncs (root->log_transid, one for all roots) */
-	u64 log_transid;
 	/*
 	 * The logger without the kernel's optimisations (old log items
 	 * dropped even for an inode not logged before in the transaction,

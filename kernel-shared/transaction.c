@@ -1116,6 +1116,9 @@ int tlog_trans_log_tree(struct tlog_trans *trans, struct btrfs_root *root, struc
 	err = btrfs_new_root(trans->fs, &key, &lt);
 	if (err)
 		return err;
+	/* btrfs_add_log_tree: the subvolume's log transactions count from 0 again */
+	root->log_transid = 0;
+	root->last_log_commit = 0;
 	init_log_root_item(trans->fs, &lt->root_item);
 	err = btrfs_create_tree(trans, lt);
 	if (err) {

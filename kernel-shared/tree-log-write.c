@@ -135,7 +135,7 @@ static bool inode_in_log(const struct tlog_mount *mnt, const struct tlog_inode *
 {
 	return mnt->trans && inode->logged_trans == mnt->trans->transid &&
 	       inode->last_sub_trans <= inode->last_log_commit &&
-	       inode->last_sub_trans < (s64)inode->root->log_synced_below;
+	       inode->last_sub_trans <= (s64)inode->root->last_log_commit;
 }
 
 /* skip_inode_logging: the last commit or the log has every change. */
@@ -1485,7 +1485,7 @@ static int sync_log(struct log_ctx *ctx)
 
 	if (ret)
 		return ret;
-	ctx->root->log_synced_below = ++ctx->mnt->log_transid;
+	ctx->root->last_log_commit = ctx->root->log_transid++;
 	ctx->mnt->stats.log_syncs++;
 	ctx->mnt->stats.log_blocks_written += fs->log_blocks_written - written;
 	ctx->mnt->stats.log_blocks_verified += fs->log_blocks_verified - verified;
