@@ -36,14 +36,6 @@ done
 total=0 logged=0 committed=0 equal=0 failed=0 lognotes=0
 FAILS=()
 
-# the inodes, names and extent ranges a dump-log shows, in order
-log_summary() {
-	tl dump-log "$1" 2>/dev/null |
-		sed -n -e 's/^  \(inode [0-9]*\)$/\1/p' -e 's/^    \(name .*\)$/\1/p' \
-		       -e 's/^    \(extent \[[0-9]*, [0-9]*)\) .*/\1/p' \
-		       -e 's/^    \(hole .*\)$/\1/p'
-}
-
 # walk IMG MNT JSON: mount IMG (the kernel replays its log), walk, unmount
 walk_image() {
 	mount_image "$1" "$2" || return 1

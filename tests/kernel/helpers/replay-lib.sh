@@ -79,6 +79,32 @@ log_root_of() {
 	tl dump-super "$1" 2>/dev/null | awk '$1 == "log_root" {print $2}'
 }
 
+# log_summary IMG: what the log of IMG says, as dump-log shows it: the
+# logged inodes, their names and extent ranges, and the directories'
+# entries and the index ranges the log is authoritative for, in order (no
+# block addresses, no times).  Range items that touch are merged: the
+# kernel writes [2, 3] and [4, max] as two items where its delayed
+# deletions and its tree walk each add one, and replay reads them as
+# [2, max].
+log_summary() {
+	tl dump-log "$1" 2>/dev/null |
+		sed -n -e 's/^log tree of \(subvolume [0-9]*\):.*/\1/p' \
+		       -e 's/^  \(inode [0-9]*\)$/\1/p' -e 's/^    \(name .*\)$/\1/p' \
+		       -e 's/^    \(extent \[[0-9]*, [0-9]*)\) .*/\1/p' \
+		       -e 's/^    \(hole .*\)$/\1/p' \
+		       -e 's/^    \(entry index [0-9]* .* -> inode [0-9]*\).*/\1/p' \
+		       -e 's/^    \(index range [^:]*\):.*/\1/p' |
+		awk '
+		function flush() { if (have) print "index range [" lo ", " hi "] logged"; have = 0 }
+		/^index range / {
+			gsub(/[\[\],]/, " "); a = $3; b = $4
+			if (have && hi != "max" && a == hi + 1) { hi = b; next }
+			flush(); lo = a; hi = b; have = 1; next
+		}
+		{ flush(); print }
+		END { flush() }'
+}
+
 # A cheap fingerprint of an image file: any write changes its mtime.
 img_digest() {
 	stat -c '%s %y %z' "$1"

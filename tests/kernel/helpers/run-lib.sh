@@ -152,6 +152,17 @@ crash_compare() {
 		fail "$name: tlogctl run without --commit exited $(cat "$d/C.rc")"
 	sed -n 's/^fsync full commits: //p' "$d/C.out" > "$d/C.commits"
 	cp --sparse=always "$d/C.img" "$d/D.img"
+	# where both wrote a log, what dump-log shows of the two (counted by the caller)
+	if [ "$(log_root_of "$d/A.crash")" != 0 ] && [ "$(log_root_of "$d/C.img")" != 0 ]; then
+		log_summary "$d/A.crash" > "$d/A.logsum"
+		log_summary "$d/C.img" > "$d/C.logsum"
+		if diff -u "$d/A.logsum" "$d/C.logsum" > "$d/log.diff"; then
+			echo "log-compare: same"
+		else
+			echo "log-compare: differs (kernel -, tlogctl +):"
+			sed -n '3,10p' "$d/log.diff" | sed 's/^/    /'
+		fi
+	fi
 	crash_walk "$d/A.crash" "$d/mA" "$d/Acrash.json" || fail "$name: the kernel's crash image does not mount"
 	rm -f "$d/A.crash"
 	if ! crash_walk "$d/C.img" "$d/mC" "$d/C.json"; then
