@@ -1074,14 +1074,13 @@ static int shrink(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
 int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
 {
 	u64 old = i_size(inode);
+	bool trimmed = false;	/* extents were cut: btrfs_truncate's extents_found */
 	int err = check_regular(inode);
 
 	if (err)
 		return err;
 	if (size > MAX_LFS_FILESIZE)
 		return -EFBIG;
-	bool trimmed = false;
-
 	err = tlog_mount_trans(mnt, &mnt->trans);
 	if (!err)
 		err = tlog_inode_kill_privs(mnt, inode);

@@ -620,9 +620,7 @@ int tlog_trans_claim_space(struct tlog_trans *trans, u64 bytenr, u64 len)
 
 u64 tlog_trans_group_space(struct tlog_trans *trans, u64 type)
 {
-	struct trans_state *st = container_of(trans, struct trans_state, trans);
-
-	return btrfs_free_bytes(&st->bgs, space_type(trans->fs, type));
+	return btrfs_free_bytes(&state_of(trans)->bgs, space_type(trans->fs, type));
 }
 
 int tlog_trans_force_chunk(struct tlog_trans *trans, u64 type)

@@ -858,28 +858,6 @@ static int log_directory_changes(struct log_ctx *ctx, struct tlog_inode *dir)
 	}
 }
 
-/* The i_size of inode @ino's item in @root; 1 (and 0) if it has none there. */
-static int inode_item_size(struct log_ctx *ctx, struct btrfs_root *root, u64 ino, u64 *size)
-{
-	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
-	struct btrfs_path path;
-	int ret;
-
-	*size = 0;
-	btrfs_init_path(&path);
-	ret = btrfs_search_slot(root, &key, &path);
-	if (ret == 0) {
-		const struct btrfs_inode_item *ii;
-
-		ret = btrfs_decode_inode_item(ctx->trans->fs, path.nodes[0], path.slots[0], &key,
-					      &ii, NULL, 0);
-		if (!ret)
-			*size = btrfs_inode_item_size(ii);
-	}
-	btrfs_release_path(&path);
-	return ret;
-}
-
 /*
  * get_inode_size_to_log: the i_size an "exists" entry gives the inode,
  * so that logging that it exists neither loses logged data nor grows it:
@@ -889,25 +867,32 @@ static int inode_item_size(struct log_ctx *ctx, struct btrfs_root *root, u64 ino
  */
 static int size_to_log(struct log_ctx *ctx, const struct tlog_inode *inode, u64 *size)
 {
-	int ret;
+	struct btrfs_inode_item item;
+	int ret = -ENOENT;
 
 	*size = 0;
-	ret = 1;
 	if (may_be_in_log(ctx)) {
 		ctx->mnt->stats.log_searches++;
-		ret = inode_item_size(ctx, ctx->log, inode->ino, size);
+		ret = btrfs_lookup_inode(ctx->log, inode->ino, &item);
 	}
-	if (ret > 0 && !ctx->logged_before && inode->generation < ctx->trans->transid) {
+	if (ret == -ENOENT && !ctx->logged_before && inode->generation < ctx->trans->transid) {
 		struct btrfs_root committed;
 
 		ret = btrfs_read_commit_root(ctx->trans->fs, inode->root->root_key.objectid,
 					     &committed);
 		if (!ret)
-			ret = inode_item_size(ctx, &committed, inode->ino, size);
+			ret = btrfs_lookup_inode(&committed, inode->ino, &item);
 	}
+	if (ret == -ENOENT) {
+		tlog_error_clear();	/* no item: an inode that exists only now */
+		return 0;
+	}
+	if (ret)
+		return ret;
+	*size = btrfs_inode_item_size(&item);
 	if (*size > i_size(inode))
 		*size = i_size(inode);
-	return ret < 0 ? ret : 0;
+	return 0;
 }
 
 /* ---- btrfs_log_inode ---- */
