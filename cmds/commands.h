@@ -18,5 +18,6 @@ extern const struct cmd_struct cmd_struct_cat;
 extern const struct cmd_struct cmd_struct_export;
 extern const struct cmd_struct cmd_struct_mkfs;
 extern const struct cmd_struct cmd_struct_run;
+extern const struct cmd_struct cmd_struct_check;
 
 #endif

@@ -26,6 +26,7 @@ static const struct cmd_struct *const commands[] = {
 	&cmd_struct_export,
 	&cmd_struct_mkfs,
 	&cmd_struct_run,
+	&cmd_struct_check,
 	NULL,
 };
 

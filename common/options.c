@@ -46,7 +46,7 @@ void usage_unknown_option(const struct cmd_struct *cmd, char **argv)
 	else
 		error("%s: unrecognized option or missing argument '%s'", cmd->name, arg);
 	print_usage(cmd, false);
-	exit(1);
+	exit(usage_status(cmd));
 }
 
 bool handle_common_option(const struct cmd_struct *cmd, int c, struct cmd_common *common)
@@ -59,28 +59,28 @@ bool handle_common_option(const struct cmd_struct *cmd, int c, struct cmd_common
 	case GETOPT_VAL_FORMAT:
 		if (!(cmd->flags & CMD_JSON)) {
 			error("%s does not support --format", cmd->name);
-			exit(1);
+			exit(usage_status(cmd));
 		}
 		if (output_format_parse(optarg, &common->format) < 0) {
 			error("invalid output format '%s' (use text or json)", optarg);
-			exit(1);
+			exit(usage_status(cmd));
 		}
 		return true;
 	case GETOPT_VAL_SUBVOL:
 		if (!(cmd->flags & CMD_PATH)) {
 			error("%s does not take --subvol", cmd->name);
-			exit(1);
+			exit(usage_status(cmd));
 		}
 		if (parse_u64(optarg, false, &subvol)) {
 			error("invalid subvolume id '%s'", optarg);
-			exit(1);
+			exit(usage_status(cmd));
 		}
 		common->subvol = subvol;
 		return true;
 	case GETOPT_VAL_NO_LOG:
 		if (!(cmd->flags & CMD_PATH)) {
 			error("%s does not take --no-log", cmd->name);
-			exit(1);
+			exit(usage_status(cmd));
 		}
 		common->no_log = true;
 		return true;
@@ -90,7 +90,7 @@ bool handle_common_option(const struct cmd_struct *cmd, int c, struct cmd_common
 
 		if (*optarg == '\0' || *end || n < 0 || n > 2) {
 			error("invalid superblock copy '%s' (use 0, 1 or 2)", optarg);
-			exit(1);
+			exit(usage_status(cmd));
 		}
 		common->super_mirror = (int)n;
 		return true;
@@ -128,11 +128,11 @@ void check_argc(const struct cmd_struct *cmd, int argc, int min, int max)
 	if (n < min) {
 		error("%s: not enough arguments", cmd->name);
 		print_usage(cmd, false);
-		exit(1);
+		exit(usage_status(cmd));
 	}
 	if (max >= 0 && n > max) {
 		error("%s: too many arguments", cmd->name);
 		print_usage(cmd, false);
-		exit(1);
+		exit(usage_status(cmd));
 	}
 }

@@ -20,6 +20,12 @@
 #define CMD_WRITES	(1U << 1)	/* modifies the image: cmd_open_opts() opens it writable */
 #define CMD_HIDDEN	(1U << 2)	/* not listed in "help" */
 #define CMD_PATH	(1U << 3)	/* resolves paths inside the image: --subvol */
+/*
+ * Exits 2 on a usage error, keeping 1 for what it found: a checker's
+ * callers (CI scripts) must tell "problems found" from "not run", as with
+ * fsck's and btrfs check's exit codes.
+ */
+#define CMD_USAGE_EXIT2	(1U << 4)
 
 struct cmd_struct {
 	const char *name;
@@ -27,6 +33,12 @@ struct cmd_struct {
 	const char * const *usage;
 	unsigned int flags;
 };
+
+/* The exit status of a usage error of @cmd. */
+static inline int usage_status(const struct cmd_struct *cmd)
+{
+	return (cmd->flags & CMD_USAGE_EXIT2) ? 2 : 1;
+}
 
 /* Options every command accepts, to append to its struct option array. */
 enum {

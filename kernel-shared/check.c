@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The checker's order of passes, its threads and its reporting.
+ *
+ * Passes run in the order their findings depend on: the superblock and the
+ * chunk tree first (nothing else can be read without them), then one walk
+ * of every tree that checks every block and item and records the tree
+ * block and data references, then the extent tree against that record.
+ * The subvolume trees need nothing from the walk, so with two threads they
+ * are checked beside the extent tree, through a second open of the image:
+ * the block cache is per open, so the two never share a buffer.  The log
+ * comes last, because its blocks must not collide with any committed one,
+ * and its dry replay is then checked by the same passes again.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check-priv.h"
+#include "blockdev.h"
+#include "errctx.h"
+#include "super.h"
+#include "tree-checker.h"
+
+void check_problem(struct tlog_check *c, const char *area, enum tlog_check_grade grade,
+		   u64 tree, u64 block, int slot, const struct btrfs_key *key,
+		   const char *fmt, ...)
+{
+	struct tlog_problem p = {
+		.area = area, .grade = grade, .tree = tree, .block = block, .slot = slot,
+		.has_key = key != NULL, .after_replay = c->after_replay,
+	};
+	va_list ap;
+
+	if (key)
+		p.key = *key;
+	va_start(ap, fmt);
+	vsnprintf(p.what, sizeof(p.what), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&c->lock);
+	c->stats->problems++;
+	if (c->opts.report)
+		c->opts.report(&p, c->opts.report_arg);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void check_problem_finding(struct tlog_check *c, const char *area, u64 tree)
+{
+	const struct tlog_finding *f = tlog_last_finding();
+
+	check_problem(c, area, TLOG_CHECK_ITEM, tree ? tree : f->tree, f->block, f->slot, &f->key,
+		      "%s: %s", f->kind, f->what);
+}
+
+void check_problem_errctx(struct tlog_check *c, const char *area, enum tlog_check_grade grade,
+			  u64 tree, u64 block, const char *what)
+{
+	const char *why = tlog_error_get();
+
+	if (why && *why)
+		check_problem(c, area, grade, tree, block, -1, NULL, "%s (%s)", what, why);
+	else
+		check_problem(c, area, grade, tree, block, -1, NULL, "%s", what);
+}
+
+void check_progress(struct tlog_check *c, const char *phase, u64 done, u64 total)
+{
+	if (!c->opts.progress)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->opts.progress(phase, done, total, c->opts.progress_arg);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void check_count(struct tlog_check *c, u64 *counter, u64 n)
+{
+	pthread_mutex_lock(&c->lock);
+	*counter += n;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void free_walk_record(struct tlog_check *c)
+{
+	free(c->blocks);
+	free(c->tree_refs);
+	free(c->data_refs);
+	c->blocks = NULL;
+	c->tree_refs = NULL;
+	c->data_refs = NULL;
+	c->nr_blocks = c->alloc_blocks = 0;
+	c->nr_tree_refs = c->alloc_tree_refs = 0;
+	c->nr_data_refs = c->alloc_data_refs = 0;
+	c->refs_incomplete = false;
+}
+
+/*
+ * An open that fails is the image's fault unless the failure says the
+ * image is not btrfs at all, could not be read, or memory ran out: those
+ * are "could not check".  A superblock, chunk tree or root tree too
+ * damaged to open is the first and last problem of the image.
+ */
+static bool open_error_is_damage(int err)
+{
+	return err == -EUCLEAN || err == -EOVERFLOW || err == -ERANGE || err == -ENOENT;
+}
+
+static int open_for_check(struct tlog_check *c, struct tlog_bdev *bdev, struct tlog_fs **ret)
+{
+	struct tlog_open_opts opts = { .super_mirror = -1 };
+	int err = tlog_open_bdev(bdev, &opts, ret);
+
+	if (!err)
+		return 0;
+	if (!open_error_is_damage(err))
+		return err;
+	check_problem_errctx(c, "super", TLOG_CHECK_IMAGE, 0, 0, "the image cannot be opened");
+	return 1;
+}
+
+struct fs_thread {
+	struct tlog_check *c;
+	struct tlog_fs *fs;
+	int ret;
+};
+
+static void *fs_thread_main(void *arg)
+{
+	struct fs_thread *t = arg;
+
+	t->ret = check_fs_trees(t->c, t->fs);
+	return NULL;
+}
+
+/*
+ * The extent tree and the subvolume trees, side by side when a second
+ * open and a thread can be had; one after the other otherwise (which is
+ * also what threads == 1 asks for).
+ */
+static int check_extents_and_subvols(struct tlog_check *c, struct tlog_fs *fs,
+				     struct tlog_bdev *bdev)
+{
+	struct fs_thread t = { .c = c };
+	struct tlog_open_opts opts = { .super_mirror = fs->super_mirror };
+	pthread_t tid;
+	int err, err2;
+
+	if (c->opts.threads < 2 || tlog_open_bdev(bdev, &opts, &t.fs) ||
+	    pthread_create(&tid, NULL, fs_thread_main, &t)) {
+		if (t.fs)
+			tlog_close(t.fs);
+		err = check_extents(c, fs);
+		err2 = check_fs_trees(c, fs);
+		return err ? err : err2;
+	}
+	err = check_extents(c, fs);
+	pthread_join(tid, NULL);
+	tlog_close(t.fs);
+	return err ? err : t.ret;
+}
+
+/* Every pass but the log's, on @fs (opened from @bdev). */
+static int check_committed(struct tlog_check *c, struct tlog_fs *fs, struct tlog_bdev *bdev)
+{
+	int err;
+
+	free_walk_record(c);
+	c->fs = fs;
+	err = check_super(c, fs);
+	if (!err)
+		err = check_chunks(c, fs);
+	if (!err)
+		err = check_trees(c, fs);
+	if (!err)
+		err = check_extents_and_subvols(c, fs, bdev);
+	return err;
+}
+
+int check_run_passes(struct tlog_check *c, struct tlog_bdev *bdev)
+{
+	struct tlog_fs *fs, *saved = c->fs;
+	int err = open_for_check(c, bdev, &fs);
+
+	if (err)
+		return err < 0 ? err : 0;
+	err = check_committed(c, fs, bdev);
+	tlog_close(fs);
+	c->fs = saved;
+	return err;
+}
+
+int tlog_check_image(struct tlog_bdev *bdev, const struct tlog_check_opts *opts,
+		     struct tlog_check_stats *stats)
+{
+	struct tlog_check c = { .bdev = bdev, .opts = *opts, .stats = stats };
+	struct tlog_fs *fs;
+	int err;
+
+	memset(stats, 0, sizeof(*stats));
+	if (c.opts.threads <= 0)
+		c.opts.threads = 2;
+	pthread_mutex_init(&c.lock, NULL);
+	err = open_for_check(&c, bdev, &fs);
+	if (err) {
+		pthread_mutex_destroy(&c.lock);
+		return err < 0 ? err : 0;
+	}
+	stats->has_log = fs->log_root_tree != NULL;
+	if (!c.opts.log_only)
+		err = check_committed(&c, fs, bdev);
+	c.fs = fs;
+	if (!err)
+		err = check_log(&c, fs);
+	tlog_close(fs);
+	free_walk_record(&c);
+	pthread_mutex_destroy(&c.lock);
+	return err;
+}
