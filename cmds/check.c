@@ -257,10 +257,7 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		}
 	}
 	check_argc(cmd, argc, 1, 1);
-	if (common.super_mirror >= 0) {
-		error("check reads every superblock copy itself; --super is not taken");
-		return 2;
-	}
+	opts.super_mirror = common.super_mirror;
 	image = argv[optind];
 	err = tlog_bdev_open_file(image, TLOG_BDEV_RDONLY, &bdev);
 	if (err) {

@@ -107,7 +107,7 @@ static bool open_error_is_damage(int err)
 
 static int open_for_check(struct tlog_check *c, struct tlog_bdev *bdev, struct tlog_fs **ret)
 {
-	struct tlog_open_opts opts = { .super_mirror = -1 };
+	struct tlog_open_opts opts = { .super_mirror = c->opts.super_mirror };
 	int err = tlog_open_bdev(bdev, &opts, ret);
 
 	if (!err)

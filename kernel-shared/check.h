@@ -48,6 +48,7 @@ struct tlog_check_opts {
 	bool log_only;		/* the log trees and their dry replay only */
 	bool check_data_csum;	/* read every data extent and verify its checksums */
 	int threads;		/* 1: one thread; 2 (default): subvolumes beside the extent tree */
+	int super_mirror;	/* the superblock copy to check from; -1: the primary */
 	tlog_problem_fn report;
 	void *report_arg;
 	tlog_check_progress_fn progress;
