@@ -64,6 +64,8 @@ struct check_output {
 static const char *grade_name(enum tlog_check_grade grade)
 {
 	switch (grade) {
+	case TLOG_CHECK_WARNING:
+		return "warning";
 	case TLOG_CHECK_ITEM:
 		return "item";
 	case TLOG_CHECK_TREE:
@@ -101,9 +103,10 @@ static void print_problem_text(const struct tlog_problem *p)
 	char place[320];
 
 	format_place(p, place, sizeof(place));
-	printf("%s%s: %s%s%s%s\n", p->after_replay ? "after replay: " : "", p->area, place,
+	printf("%s%s%s: %s%s%s%s\n", p->grade == TLOG_CHECK_WARNING ? "warning: " : "",
+	       p->after_replay ? "after replay: " : "", p->area, place,
 	       place[0] ? ": " : "", p->what,
-	       p->grade == TLOG_CHECK_ITEM ? "" :
+	       p->grade <= TLOG_CHECK_ITEM ? "" :
 	       p->grade == TLOG_CHECK_TREE ? " [not checked below]" : " [image unusable]");
 }
 
@@ -173,6 +176,9 @@ static void print_summary_text(const char *image, const struct tlog_check_stats 
 	       (unsigned long long)st->trees, (unsigned long long)st->tree_blocks,
 	       (unsigned long long)st->items, (unsigned long long)st->inodes,
 	       (unsigned long long)st->names, (unsigned long long)st->data_refs);
+	if (st->warnings)
+		printf("  %llu warning%s (harmless to the kernel)\n", (unsigned long long)st->warnings,
+		       st->warnings == 1 ? "" : "s");
 	if (st->data_bytes_verified)
 		printf("  %llu data bytes read and verified against their checksums\n",
 		       (unsigned long long)st->data_bytes_verified);
@@ -190,6 +196,7 @@ static void print_summary_json(struct json_writer *w, const struct tlog_check_st
 	json_object *o = json_object_new_object();
 
 	json_add_u64(o, "problems", st->problems);
+	json_add_u64(o, "warnings", st->warnings);
 	json_add_u64(o, "trees", st->trees);
 	json_add_u64(o, "tree_blocks", st->tree_blocks);
 	json_add_u64(o, "items", st->items);

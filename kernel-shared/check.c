@@ -39,7 +39,10 @@ void check_problem(struct tlog_check *c, const char *area, enum tlog_check_grade
 	vsnprintf(p.what, sizeof(p.what), fmt, ap);
 	va_end(ap);
 	pthread_mutex_lock(&c->lock);
-	c->stats->problems++;
+	if (grade == TLOG_CHECK_WARNING)
+		c->stats->warnings++;
+	else
+		c->stats->problems++;
 	if (c->opts.report)
 		c->opts.report(&p, c->opts.report_arg);
 	pthread_mutex_unlock(&c->lock);

@@ -22,6 +22,12 @@
 #include "ctree.h"
 
 enum tlog_check_grade {
+	/*
+	 * Not as it should be, but harmless to the kernel and left by tools
+	 * people use (free space items of the chunks mkfs.btrfs 6.2 made and
+	 * removed): reported, not counted as a problem.
+	 */
+	TLOG_CHECK_WARNING = 0,
 	TLOG_CHECK_ITEM = 1,		/* an item or a count is wrong */
 	TLOG_CHECK_TREE = 2,		/* a block or tree could not be read */
 	TLOG_CHECK_IMAGE = 3,		/* nothing more could be checked */
@@ -57,6 +63,7 @@ struct tlog_check_opts {
 
 struct tlog_check_stats {
 	u64 problems;
+	u64 warnings;		/* TLOG_CHECK_WARNING findings */
 	u64 trees;		/* trees walked (log trees included) */
 	u64 tree_blocks;	/* distinct tree blocks read */
 	u64 items;
