@@ -42,7 +42,7 @@ static const char * const check_usage[] = {
 	"",
 	"--log-only           only the log trees and their replay",
 	"--check-data-csum    also read all data and verify its checksums",
-	"-q|--quiet           print problems only, no summary",
+	"-q|--quiet           print problems only: no warnings, no summary",
 	"--threads N          1 to check everything in one thread (default 2)",
 	NULL
 };
@@ -59,6 +59,7 @@ struct check_output {
 	struct progress progress;
 	const char *phase;
 	bool progress_on;
+	bool quiet;		/* problems only: no warnings, summary or progress */
 };
 
 static const char *grade_name(enum tlog_check_grade grade)
@@ -145,6 +146,8 @@ static void report(const struct tlog_problem *p, void *arg)
 {
 	struct check_output *out = arg;
 
+	if (out->quiet && p->grade == TLOG_CHECK_WARNING)
+		return;
 	if (out->progress.shown)
 		progress_end(&out->progress);
 	if (out->format == OUTPUT_JSON)
@@ -272,6 +275,7 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		return 2;
 	}
 	out.format = common.format;
+	out.quiet = quiet;
 	out.progress_on = !quiet && isatty(STDERR_FILENO);
 	if (out.format == OUTPUT_JSON) {
 		jsonw_init(&out.jw, stdout);

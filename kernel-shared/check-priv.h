@@ -68,6 +68,13 @@ struct tlog_check {
 	struct tlog_check_stats *stats;
 	pthread_mutex_t lock;		/* report() and stats */
 	bool after_replay;		/* checking the trees a dry replay left */
+	/*
+	 * Fingerprints of the problems of the committed trees: the check of
+	 * the replayed trees finds those again wherever the replay changed
+	 * nothing, and says only what is new.
+	 */
+	u64 *seen_problems;
+	size_t nr_seen_problems, alloc_seen_problems;
 
 	/* check-tree.c, for check-extent.c and check-log.c; sorted by bytenr */
 	struct check_block *blocks;

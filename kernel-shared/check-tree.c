@@ -428,8 +428,12 @@ int check_trees(struct tlog_check *c, struct tlog_fs *fs)
 	check_count(c, &c->stats->data_refs, c->nr_data_refs);
 	if (err)
 		return err;
-	qsort(c->blocks, c->nr_blocks, sizeof(*c->blocks), cmp_block);
-	qsort(c->tree_refs, c->nr_tree_refs, sizeof(*c->tree_refs), cmp_tree_ref);
-	qsort(c->data_refs, c->nr_data_refs, sizeof(*c->data_refs), cmp_data_ref);
+	/* qsort wants an array even for no elements: a mkfs image has no data */
+	if (c->nr_blocks)
+		qsort(c->blocks, c->nr_blocks, sizeof(*c->blocks), cmp_block);
+	if (c->nr_tree_refs)
+		qsort(c->tree_refs, c->nr_tree_refs, sizeof(*c->tree_refs), cmp_tree_ref);
+	if (c->nr_data_refs)
+		qsort(c->data_refs, c->nr_data_refs, sizeof(*c->data_refs), cmp_data_ref);
 	return 0;
 }

@@ -18,10 +18,47 @@
 #include <stdlib.h>
 #include <string.h>
 #include "check-priv.h"
+#include "array.h"
 #include "blockdev.h"
 #include "errctx.h"
 #include "super.h"
 #include "tree-checker.h"
+
+/*
+ * What a problem says, without the block and slot (copy-on-write by the
+ * replay moves an unchanged item to a new block): FNV-1a.
+ */
+static u64 problem_fingerprint(const struct tlog_problem *p)
+{
+	u64 h = 0xcbf29ce484222325ULL;
+	u64 words[4] = { p->tree, p->key.objectid, p->key.type, p->key.offset };
+
+	for (size_t i = 0; i < sizeof(words); i++) {
+		h ^= ((const u8 *)words)[i];
+		h *= 0x100000001b3ULL;
+	}
+	for (const char *s = p->area; *s; s++)
+		h = (h ^ (u8)*s) * 0x100000001b3ULL;
+	for (const char *s = p->what; *s; s++)
+		h = (h ^ (u8)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Called locked.  True when the problem was said before the replay. */
+static bool seen_before_replay(struct tlog_check *c, const struct tlog_problem *p)
+{
+	u64 fp = problem_fingerprint(p);
+
+	if (c->after_replay) {
+		for (size_t i = 0; i < c->nr_seen_problems; i++)
+			if (c->seen_problems[i] == fp)
+				return true;
+		return false;
+	}
+	if (!array_reserve(c->seen_problems, c->alloc_seen_problems, c->nr_seen_problems + 1))
+		c->seen_problems[c->nr_seen_problems++] = fp;
+	return false;
+}
 
 void check_problem(struct tlog_check *c, const char *area, enum tlog_check_grade grade,
 		   u64 tree, u64 block, int slot, const struct btrfs_key *key,
@@ -39,6 +76,10 @@ void check_problem(struct tlog_check *c, const char *area, enum tlog_check_grade
 	vsnprintf(p.what, sizeof(p.what), fmt, ap);
 	va_end(ap);
 	pthread_mutex_lock(&c->lock);
+	if (seen_before_replay(c, &p)) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
 	if (grade == TLOG_CHECK_WARNING)
 		c->stats->warnings++;
 	else
@@ -78,6 +119,9 @@ void check_progress(struct tlog_check *c, const char *phase, u64 done, u64 total
 
 void check_count(struct tlog_check *c, u64 *counter, u64 n)
 {
+	/* the counts describe the image; the replayed trees are mostly the same ones */
+	if (c->after_replay)
+		return;
 	pthread_mutex_lock(&c->lock);
 	*counter += n;
 	pthread_mutex_unlock(&c->lock);
@@ -205,8 +249,8 @@ int tlog_check_image(struct tlog_bdev *bdev, const struct tlog_check_opts *opts,
 	pthread_mutex_init(&c.lock, NULL);
 	err = open_for_check(&c, bdev, &fs);
 	if (err) {
-		pthread_mutex_destroy(&c.lock);
-		return err < 0 ? err : 0;
+		err = err < 0 ? err : 0;
+		goto out;
 	}
 	stats->has_log = fs->log_root_tree != NULL;
 	if (!c.opts.log_only)
@@ -215,7 +259,9 @@ int tlog_check_image(struct tlog_bdev *bdev, const struct tlog_check_opts *opts,
 	if (!err)
 		err = check_log(&c, fs);
 	tlog_close(fs);
+out:
 	free_walk_record(&c);
+	free(c.seen_problems);
 	pthread_mutex_destroy(&c.lock);
 	return err;
 }

@@ -871,7 +871,8 @@ int btrfs_next_inline_ref(const struct tlog_extent_item *ei, u32 *cur,
 	/* every inline reference is at least a type and an offset */
 	if (ei->size - *cur < sizeof(*iref) || !ret->len || ei->size - *cur < ret->len)
 		return -EUCLEAN;
-	ret->count = 1;
+	/* an owner ref (simple quotas) names the extent's owner and counts no reference */
+	ret->count = ret->type == BTRFS_EXTENT_OWNER_REF_KEY ? 0 : 1;
 	if (ret->type == BTRFS_EXTENT_DATA_REF_KEY) {
 		fill_data_ref((const void *)&iref->offset, ret);
 	} else {

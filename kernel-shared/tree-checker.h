@@ -126,7 +126,7 @@ struct tlog_extent_ref {
 	u32 len;		/* inline: bytes it takes, 0 for an unknown type */
 	u64 offset;		/* root or parent; EXTENT_DATA_REF: the key's (0 inline) */
 	u64 root, objectid, file_offset;	/* EXTENT_DATA_REF */
-	u32 count;		/* references counted: 1 for tree blocks and owners */
+	u32 count;		/* references counted: 1 for tree blocks, 0 for owners */
 };
 
 static inline bool btrfs_is_data_ref(u8 type)
