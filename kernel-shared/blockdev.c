@@ -502,3 +502,222 @@ u8 *tlog_bdev_memory_data(struct tlog_bdev *bdev)
 {
 	return bdev->ops == &mem_bdev_ops ? mem_data(bdev) : NULL;
 }
+
+/*
+ * ---- copy-on-write devices ----
+ *
+ * Pages written are kept in memory, in an open-addressing hash keyed by
+ * page number; everything else is read from the inner device, which is
+ * never written.  A page is filled from the inner device before a write
+ * that covers only part of it, so every page held is whole and a read
+ * never has to merge two sources within a page.
+ */
+
+#define COW_PAGE_SHIFT	12
+#define COW_PAGE_SIZE	(1U << COW_PAGE_SHIFT)
+
+struct cow_page {
+	u64 index;		/* page number: byte offset >> COW_PAGE_SHIFT */
+	u8 *data;		/* COW_PAGE_SIZE bytes; NULL for an empty slot */
+};
+
+struct cow_bdev {
+	struct tlog_bdev *inner;
+	struct cow_page *slots;
+	size_t nr_slots;	/* a power of two, or 0 before the first write */
+	size_t nr_pages;
+};
+
+static u64 cow_min(u64 a, u64 b)
+{
+	return a < b ? a : b;
+}
+
+static struct cow_bdev *cow_of(struct tlog_bdev *bdev)
+{
+	return bdev->priv;
+}
+
+static size_t cow_hash(u64 index, size_t nr_slots)
+{
+	return (size_t)((index * 0x9e3779b97f4a7c15ULL) >> 17) & (nr_slots - 1);
+}
+
+/* The slot holding page @index, or the empty slot where it would go. */
+static struct cow_page *cow_slot(const struct cow_bdev *cb, u64 index)
+{
+	size_t i = cow_hash(index, cb->nr_slots);
+
+	while (cb->slots[i].data && cb->slots[i].index != index)
+		i = (i + 1) & (cb->nr_slots - 1);
+	return &cb->slots[i];
+}
+
+static u8 *cow_find(const struct cow_bdev *cb, u64 index)
+{
+	return cb->nr_slots ? cow_slot(cb, index)->data : NULL;
+}
+
+/* Keep the table at most half full, so that probes stay short. */
+static int cow_grow(struct cow_bdev *cb)
+{
+	size_t nr = cb->nr_slots ? 2 * cb->nr_slots : 1024;
+	struct cow_bdev bigger = { .nr_slots = nr };
+
+	if ((cb->nr_pages + 1) * 2 <= cb->nr_slots)
+		return 0;
+	bigger.slots = calloc(nr, sizeof(*bigger.slots));
+	if (!bigger.slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < cb->nr_slots; i++)
+		if (cb->slots[i].data)
+			*cow_slot(&bigger, cb->slots[i].index) = cb->slots[i];
+	free(cb->slots);
+	cb->slots = bigger.slots;
+	cb->nr_slots = nr;
+	return 0;
+}
+
+/* The page @index, copied from the inner device the first time it is written. */
+static int cow_page_for_write(struct tlog_bdev *bdev, u64 index, u8 **ret)
+{
+	struct cow_bdev *cb = cow_of(bdev);
+	u64 start = index << COW_PAGE_SHIFT;
+	u64 len = cow_min(COW_PAGE_SIZE, bdev->size - start);
+	struct cow_page *slot;
+	u8 *data;
+	int err;
+
+	data = cow_find(cb, index);
+	if (data) {
+		*ret = data;
+		return 0;
+	}
+	err = cow_grow(cb);
+	if (err)
+		return err;
+	data = calloc(1, COW_PAGE_SIZE);
+	if (!data)
+		return -ENOMEM;
+	err = tlog_bdev_read(cb->inner, data, len, start);
+	if (err) {
+		free(data);
+		return err;
+	}
+	slot = cow_slot(cb, index);
+	slot->index = index;
+	slot->data = data;
+	cb->nr_pages++;
+	*ret = data;
+	return 0;
+}
+
+static int cow_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset)
+{
+	const u8 *src = buf;
+
+	while (len) {
+		u32 in_page = offset & (COW_PAGE_SIZE - 1);
+		size_t n = cow_min(len, COW_PAGE_SIZE - in_page);
+		u8 *page;
+		int err = cow_page_for_write(bdev, offset >> COW_PAGE_SHIFT, &page);
+
+		if (err)
+			return err;
+		memcpy(page + in_page, src, n);
+		src += n;
+		offset += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * Pages not written come from the inner device, in one read for each run
+ * of them, so that a read of a tree block nobody wrote stays one read.
+ */
+static int cow_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
+{
+	struct cow_bdev *cb = cow_of(bdev);
+	u8 *dst = buf;
+	size_t run = 0;		/* bytes of inner pages before @offset not yet read */
+
+	while (len) {
+		u32 in_page = offset & (COW_PAGE_SIZE - 1);
+		size_t n = cow_min(len, COW_PAGE_SIZE - in_page);
+		const u8 *page = cow_find(cb, offset >> COW_PAGE_SHIFT);
+
+		if (page) {
+			if (run) {
+				int err = tlog_bdev_read(cb->inner, dst - run, run, offset - run);
+
+				if (err)
+					return err;
+				run = 0;
+			}
+			memcpy(dst, page + in_page, n);
+		} else {
+			run += n;
+		}
+		dst += n;
+		offset += n;
+		len -= n;
+	}
+	return run ? tlog_bdev_read(cb->inner, dst - run, run, offset - run) : 0;
+}
+
+static int cow_flush(struct tlog_bdev *bdev)
+{
+	(void)bdev;
+	return 0;
+}
+
+static void cow_readahead(struct tlog_bdev *bdev, u64 offset, u64 len)
+{
+	tlog_bdev_readahead(cow_of(bdev)->inner, offset, len);
+}
+
+static void cow_close(struct tlog_bdev *bdev)
+{
+	struct cow_bdev *cb = cow_of(bdev);
+
+	for (size_t i = 0; i < cb->nr_slots; i++)
+		free(cb->slots[i].data);
+	free(cb->slots);
+	tlog_bdev_close(cb->inner);
+	free(cb);
+}
+
+static const struct tlog_bdev_ops cow_bdev_ops = {
+	.read = cow_read,
+	.write = cow_write,
+	.flush = cow_flush,
+	.readahead = cow_readahead,
+	.close = cow_close,
+};
+
+int tlog_bdev_wrap_cow(struct tlog_bdev *inner, struct tlog_bdev **ret)
+{
+	struct tlog_bdev *bdev = calloc(1, sizeof(*bdev));
+	struct cow_bdev *cb = calloc(1, sizeof(*cb));
+
+	if (!bdev || !cb || !(bdev->name = strdup(inner->name))) {
+		free(cb);
+		free(bdev);
+		return -ENOMEM;
+	}
+	cb->inner = tlog_bdev_get(inner);
+	bdev->refs = 1;
+	bdev->priv = cb;
+	bdev->ops = &cow_bdev_ops;
+	bdev->size = inner->size;
+	bdev->writable = true;
+	bdev->is_blockdev = inner->is_blockdev;
+	*ret = bdev;
+	return 0;
+}
+
+size_t tlog_bdev_cow_pages(struct tlog_bdev *bdev)
+{
+	return bdev->ops == &cow_bdev_ops ? cow_of(bdev)->nr_pages : 0;
+}

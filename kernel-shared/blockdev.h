@@ -77,6 +77,20 @@ u8 *tlog_bdev_memory_data(struct tlog_bdev *bdev);
 #define TLOG_FAULT_DROP		2
 int tlog_bdev_wrap_fault(struct tlog_bdev *inner, int mode, u64 nth, struct tlog_bdev **ret);
 
+/*
+ * Copy-on-write, for trying out changes to an image without touching it
+ * (check's dry replay of a log): a writable device of @inner's size that
+ * reads from @inner except the bytes written to it, which it keeps in
+ * memory (4 KiB pages, filled from @inner on the first write to them, so
+ * writes of any size and alignment work).  @inner is never written and
+ * may be read-only; the wrapper takes a reference of its own on it, so
+ * the caller closes both.  Flushes do nothing.  Memory grows with what
+ * is written: tlog_bdev_cow_pages() says how many pages are held (0 for
+ * other devices).
+ */
+int tlog_bdev_wrap_cow(struct tlog_bdev *inner, struct tlog_bdev **ret);
+size_t tlog_bdev_cow_pages(struct tlog_bdev *bdev);
+
 
 int tlog_bdev_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset);
 /* Read consecutive bytes at @offset into the pieces of @iov, in order. */
