@@ -77,15 +77,30 @@ static const char *grade_name(enum tlog_check_grade grade)
 	return "?";
 }
 
+/*
+ * The tree a problem is in.  The log pass names a log tree by the
+ * subvolume it belongs to: "log tree of fs tree".
+ */
+static void tree_label(const struct tlog_problem *p, char *buf, size_t size)
+{
+	char name[64];
+
+	btrfs_tree_name(p->tree, name, sizeof(name));
+	if (strcmp(p->area, "log") == 0 && p->tree != BTRFS_TREE_LOG_OBJECTID)
+		snprintf(buf, size, "log tree of %s", name);
+	else
+		snprintf(buf, size, "%s", name);
+}
+
 /* "tree 5 block 30539776 slot 3 key (257 INODE_ITEM 0)": as much as is known. */
 static void format_place(const struct tlog_problem *p, char *buf, size_t size)
 {
-	char tree[64], key[160];
+	char tree[96], key[160];
 	size_t len = 0;
 
 	buf[0] = '\0';
 	if (p->tree) {
-		btrfs_tree_name(p->tree, tree, sizeof(tree));
+		tree_label(p, tree, sizeof(tree));
 		len += snprintf(buf + len, size - len, "%s", tree);
 	}
 	if (p->block && len < size)
@@ -114,12 +129,12 @@ static void print_problem_text(const struct tlog_problem *p)
 static void print_problem_json(struct json_writer *w, const struct tlog_problem *p)
 {
 	json_object *o = json_object_new_object();
-	char tree[64];
+	char tree[96];
 
 	json_add_str(o, "area", p->area);
 	json_add_str(o, "grade", grade_name(p->grade));
 	if (p->tree) {
-		btrfs_tree_name(p->tree, tree, sizeof(tree));
+		tree_label(p, tree, sizeof(tree));
 		json_add_u64(o, "tree", p->tree);
 		json_add_str(o, "tree_name", tree);
 	}
@@ -171,27 +186,33 @@ static void show_progress(const char *phase, u64 done, u64 total, void *arg)
 	progress_update(&out->progress, done);
 }
 
-static void print_summary_text(const char *image, const struct tlog_check_stats *st)
+static void print_summary_text(const char *image, const struct tlog_check_stats *st,
+			       bool log_only)
 {
-	printf("%s: %s\n", image, st->problems ? "problems found" : "clean");
-	printf("  %llu problem%s, %llu trees, %llu tree blocks, %llu items, %llu inodes, %llu names, %llu data references\n",
-	       (unsigned long long)st->problems, st->problems == 1 ? "" : "s",
-	       (unsigned long long)st->trees, (unsigned long long)st->tree_blocks,
-	       (unsigned long long)st->items, (unsigned long long)st->inodes,
-	       (unsigned long long)st->names, (unsigned long long)st->data_refs);
+	printf("%s: %s%s\n", image, st->problems ? "problems found" : "clean",
+	       log_only ? " (the log only)" : "");
+	printf("  %llu problem%s", (unsigned long long)st->problems, st->problems == 1 ? "" : "s");
+	if (!log_only)
+		printf(", %llu trees, %llu tree blocks, %llu items, %llu inodes, %llu names, %llu data references",
+		       (unsigned long long)st->trees, (unsigned long long)st->tree_blocks,
+		       (unsigned long long)st->items, (unsigned long long)st->inodes,
+		       (unsigned long long)st->names, (unsigned long long)st->data_refs);
+	printf("\n");
 	if (st->warnings)
 		printf("  %llu warning%s (harmless to the kernel)\n", (unsigned long long)st->warnings,
 		       st->warnings == 1 ? "" : "s");
 	if (st->data_bytes_verified)
 		printf("  %llu data bytes read and verified against their checksums\n",
 		       (unsigned long long)st->data_bytes_verified);
-	if (st->has_log)
-		printf("  log: %llu log tree%s, %s\n", (unsigned long long)st->log_trees,
-		       st->log_trees == 1 ? "" : "s",
-		       st->log_replayed ? "replayed in memory and the result checked" :
-					  "not replayed");
-	else
+	if (!st->has_log)
 		printf("  no log tree\n");
+	else if (!st->log_replayed)
+		printf("  log: %llu log tree%s, not replayed\n", (unsigned long long)st->log_trees,
+		       st->log_trees == 1 ? "" : "s");
+	else
+		printf("  log: %llu log tree%s, replayed in memory%s\n",
+		       (unsigned long long)st->log_trees, st->log_trees == 1 ? "" : "s",
+		       log_only ? "" : " and the result checked");
 }
 
 static void print_summary_json(struct json_writer *w, const struct tlog_check_stats *st)
@@ -304,7 +325,7 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		jsonw_end_object(&out.jw);
 		jsonw_end(&out.jw);
 	} else if (!quiet) {
-		print_summary_text(image, &st);
+		print_summary_text(image, &st, opts.log_only);
 	}
 	if (output_finish(0))
 		return 2;

@@ -261,17 +261,6 @@ static void check_log_root_item(struct log_check *lc, const struct extent_buffer
 			    (unsigned long long)lc->log_gen);
 }
 
-static int key_cmp(const struct btrfs_key *a, const struct btrfs_key *b)
-{
-	if (a->objectid != b->objectid)
-		return a->objectid < b->objectid ? -1 : 1;
-	if (a->type != b->type)
-		return a->type < b->type ? -1 : 1;
-	if (a->offset != b->offset)
-		return a->offset < b->offset ? -1 : 1;
-	return 0;
-}
-
 /* Every item through its decoder, keys rising within the leaf and from the leaf before. */
 static void check_leaf_items(struct log_check *lc, const struct extent_buffer *eb, bool root_tree)
 {
@@ -279,7 +268,7 @@ static void check_leaf_items(struct log_check *lc, const struct extent_buffer *e
 
 	for (u32 i = 0; i < btrfs_header_nritems_eb(eb); i++) {
 		btrfs_item_key_to_cpu(eb, &key, i);
-		if (lc->has_last_key && key_cmp(&key, &lc->last_key) <= 0) {
+		if (lc->has_last_key && btrfs_comp_cpu_keys(&key, &lc->last_key) <= 0) {
 			report_leaf(lc, TLOG_CHECK_TREE, eb->start, i, &key,
 				    "key not above the one before it (%llu %u %llu)",
 				    (unsigned long long)lc->last_key.objectid, lc->last_key.type,
@@ -420,7 +409,7 @@ static int walk_block(struct log_check *lc, u64 bytenr, int level, u64 gen,
 			btrfs_node_key_to_cpu(eb, &first, 0);
 		else
 			btrfs_item_key_to_cpu(eb, &first, 0);
-		if (key_cmp(&first, parent_key)) {
+		if (btrfs_comp_cpu_keys(&first, parent_key)) {
 			report_leaf(lc, TLOG_CHECK_TREE, bytenr, 0, &first,
 				    "first key differs from its parent's key (%llu %u %llu)",
 				    (unsigned long long)parent_key->objectid, parent_key->type,
