@@ -934,7 +934,10 @@ static int check_log_trees(struct log_check *lc)
 
 /*
  * Replay the log as the kernel's mount does, committing into @cow: a
- * failure is the reason the kernel would refuse the image.  0 replayed,
+ * failure is the reason the kernel's mount fails - or, where the kernel
+ * checks less than the replay here (a logged extent over a tree block
+ * is replayed by Linux 6.18, and the file then reads metadata), replays
+ * the log into a damaged filesystem.  0 replayed,
  * 1 reported, or a negative errno for a failure that is not the image's.
  */
 static int replay_into(struct tlog_check *c, struct tlog_bdev *cow)
@@ -965,7 +968,7 @@ fail:
 	if (err == -ENOMEM)
 		return err;
 	check_problem(c, AREA, TLOG_CHECK_IMAGE, BTRFS_TREE_LOG_OBJECTID, 0, -1, NULL,
-		      "the log cannot be replayed%s: %s - the kernel would refuse to mount",
+		      "the log cannot be replayed%s: %s - the kernel's mount fails or leaves a damaged filesystem",
 		      strcmp(step, "open") ? "" : " (the image cannot be opened for it)",
 		      tlog_error_get()[0] ? tlog_error_get() : strerror(-err));
 	return 1;
