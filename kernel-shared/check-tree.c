@@ -148,6 +148,20 @@ static int record_data_ref(struct tree_walk *w, const struct extent_buffer *leaf
 	return 0;
 }
 
+/*
+ * A file extent refused only for overlapping the one before it still
+ * holds its reference (the kernel would read it): recorded, so the one
+ * problem is not followed by "no file extent points at" its extent.
+ */
+static bool refers_despite_finding(struct tree_walk *w, const struct extent_buffer *eb, int slot,
+				   const struct btrfs_key *key)
+{
+	struct tlog_file_extent fe;
+
+	return key->type == BTRFS_EXTENT_DATA_KEY &&
+	       btrfs_decode_file_extent(w->fs, eb, slot, key, &fe) == 0;
+}
+
 static void key_problem(struct tree_walk *w, const struct extent_buffer *eb, int slot,
 			const struct btrfs_key *key, const char *what)
 {
@@ -178,6 +192,7 @@ static int walk_leaf(struct tree_walk *w, const struct extent_buffer *eb,
 {
 	u32 n = btrfs_header_nritems_eb(eb);
 	struct btrfs_key key, prev;
+	bool bad;
 	int err;
 
 	for (u32 i = 0; i < n; i++) {
@@ -188,9 +203,11 @@ static int walk_leaf(struct tree_walk *w, const struct extent_buffer *eb,
 		w->last = key;
 		w->have_last = true;
 		w->items++;
-		if (btrfs_check_item(w->fs, eb, i, &key, i ? &prev : NULL))
+		bad = btrfs_check_item(w->fs, eb, i, &key, i ? &prev : NULL) != 0;
+		if (bad)
 			check_problem_finding(w->c, "tree", w->tree);
-		else if (key.type == BTRFS_EXTENT_DATA_KEY) {
+		if (key.type == BTRFS_EXTENT_DATA_KEY &&
+		    (!bad || refers_despite_finding(w, eb, i, &key))) {
 			err = record_data_ref(w, eb, i, &key);
 			if (err)
 				return err;
