@@ -7,9 +7,10 @@
  * of every tree that checks every block and item and records the tree
  * block and data references, then the extent tree against that record.
  * The subvolume trees need nothing from the walk, so with two threads they
- * are checked beside the extent tree, through a second open of the image:
- * the block cache is per open, so the two never share a buffer.  The log
- * comes last, because its blocks must not collide with any committed one,
+ * are checked beside the walk and the extent tree, through a second open
+ * of the image: the block cache is per open, so the two never share a
+ * buffer.  The log comes last, because its blocks must not collide with
+ * any committed one,
  * and its dry replay is then checked by the same passes again.
  */
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "check-priv.h"
 #include "array.h"
 #include "blockdev.h"
@@ -142,6 +144,20 @@ static void free_walk_record(struct tlog_check *c)
 }
 
 /*
+ * Each open's block cache: every pass reads its trees once, in order, so
+ * the cache only has to hold a read-ahead window and what a pass keeps
+ * using (the root tree, upper nodes).  TLOG_CHECK_CACHE_MB overrides, for
+ * benchmarks.
+ */
+static u64 check_cache_bytes(void)
+{
+	const char *env = getenv("TLOG_CHECK_CACHE_MB");
+	unsigned long mb = env ? strtoul(env, NULL, 10) : 0;
+
+	return (mb ? mb : 16) << 20;
+}
+
+/*
  * An open that fails is the image's fault unless the failure says the
  * image is not btrfs at all, could not be read, or memory ran out: those
  * are "could not check".  A superblock, chunk tree or root tree too
@@ -157,12 +173,43 @@ static int open_for_check(struct tlog_check *c, struct tlog_bdev *bdev, struct t
 	struct tlog_open_opts opts = { .super_mirror = c->opts.super_mirror };
 	int err = tlog_open_bdev(bdev, &opts, ret);
 
-	if (!err)
+	if (!err) {
+		btrfs_set_cache_limit(*ret, check_cache_bytes());
 		return 0;
+	}
 	if (!open_error_is_damage(err))
 		return err;
 	check_problem_errctx(c, "super", TLOG_CHECK_IMAGE, 0, 0, "the image cannot be opened");
 	return 1;
+}
+
+/*
+ * TLOG_CHECK_TIMES=1 prints how long each pass took, on stderr: where
+ * the time of a check goes, for benchmarks.
+ */
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+typedef int (*check_pass_fn)(struct tlog_check *c, struct tlog_fs *fs);
+
+static int timed_pass(struct tlog_check *c, struct tlog_fs *fs, check_pass_fn pass,
+		      const char *name)
+{
+	static int show = -1;
+	double start = now_seconds();
+	int err = pass(c, fs);
+
+	if (show < 0)
+		show = getenv("TLOG_CHECK_TIMES") != NULL;
+	if (show)
+		fprintf(stderr, "check: %s%s: %.3f s\n", c->after_replay ? "after replay: " : "",
+			name, now_seconds() - start);
+	return err;
 }
 
 struct fs_thread {
@@ -175,32 +222,46 @@ static void *fs_thread_main(void *arg)
 {
 	struct fs_thread *t = arg;
 
-	t->ret = check_fs_trees(t->c, t->fs);
+	t->ret = timed_pass(t->c, t->fs, check_fs_trees, "subvolumes");
 	return NULL;
 }
 
+/* The walk of every tree, then the extent tree against what it recorded. */
+static int check_walk_and_extents(struct tlog_check *c, struct tlog_fs *fs)
+{
+	int err = timed_pass(c, fs, check_trees, "tree walk");
+
+	if (!err)
+		err = timed_pass(c, fs, check_extents, "extent tree");
+	return err;
+}
+
 /*
- * The extent tree and the subvolume trees, side by side when a second
- * open and a thread can be had; one after the other otherwise (which is
- * also what threads == 1 asks for).
+ * The subvolume pass needs nothing from the walk, and the two read about
+ * the same amount: with a second open of the image (its own block cache)
+ * it runs in a thread beside the walk and the extent pass.  One after the
+ * other when threads == 1 or no second open or thread can be had.
  */
-static int check_extents_and_subvols(struct tlog_check *c, struct tlog_fs *fs,
-				     struct tlog_bdev *bdev)
+static int check_trees_and_subvols(struct tlog_check *c, struct tlog_fs *fs,
+				   struct tlog_bdev *bdev)
 {
 	struct fs_thread t = { .c = c };
 	struct tlog_open_opts opts = { .super_mirror = fs->super_mirror };
 	pthread_t tid;
 	int err, err2;
 
-	if (c->opts.threads < 2 || tlog_open_bdev(bdev, &opts, &t.fs) ||
-	    pthread_create(&tid, NULL, fs_thread_main, &t)) {
+	if (c->opts.threads < 2 || tlog_open_bdev(bdev, &opts, &t.fs))
+		t.fs = NULL;
+	else
+		btrfs_set_cache_limit(t.fs, check_cache_bytes());
+	if (!t.fs || pthread_create(&tid, NULL, fs_thread_main, &t)) {
 		if (t.fs)
 			tlog_close(t.fs);
-		err = check_extents(c, fs);
-		err2 = check_fs_trees(c, fs);
+		err = check_walk_and_extents(c, fs);
+		err2 = err ? 0 : timed_pass(c, fs, check_fs_trees, "subvolumes");
 		return err ? err : err2;
 	}
-	err = check_extents(c, fs);
+	err = check_walk_and_extents(c, fs);
 	pthread_join(tid, NULL);
 	tlog_close(t.fs);
 	return err ? err : t.ret;
@@ -213,13 +274,11 @@ static int check_committed(struct tlog_check *c, struct tlog_fs *fs, struct tlog
 
 	free_walk_record(c);
 	c->fs = fs;
-	err = check_super(c, fs);
+	err = timed_pass(c, fs, check_super, "superblocks");
 	if (!err)
-		err = check_chunks(c, fs);
+		err = timed_pass(c, fs, check_chunks, "chunks");
 	if (!err)
-		err = check_trees(c, fs);
-	if (!err)
-		err = check_extents_and_subvols(c, fs, bdev);
+		err = check_trees_and_subvols(c, fs, bdev);
 	return err;
 }
 
@@ -257,7 +316,7 @@ int tlog_check_image(struct tlog_bdev *bdev, const struct tlog_check_opts *opts,
 		err = check_committed(&c, fs, bdev);
 	c.fs = fs;
 	if (!err)
-		err = check_log(&c, fs);
+		err = timed_pass(&c, fs, check_log, "log");
 	tlog_close(fs);
 out:
 	free_walk_record(&c);

@@ -260,6 +260,14 @@ void btrfs_forget_tree_block(struct tlog_fs *fs, u64 bytenr);
  */
 int tlog_fs_create_memory(u32 nodesize, u32 sectorsize, u16 csum_type, struct tlog_fs **ret);
 
+/*
+ * Keep at most @bytes of unreferenced tree blocks cached (the default is
+ * 256 MiB).  A reader that visits every block once, as the checker does,
+ * gains nothing from more than its read-ahead window and its passes'
+ * working set, and pays for it in memory.
+ */
+void btrfs_set_cache_limit(struct tlog_fs *fs, u64 bytes);
+
 /* The cached block at @bytenr, or NULL; no reference is taken. */
 const struct extent_buffer *btrfs_find_cached_block(struct tlog_fs *fs, u64 bytenr);
 static inline void extent_buffer_get(struct extent_buffer *eb)

@@ -86,6 +86,12 @@ static void eb_cache_shrink(struct eb_cache *cache)
 	}
 }
 
+void btrfs_set_cache_limit(struct tlog_fs *fs, u64 bytes)
+{
+	fs->cache.max_cached = bytes / fs->nodesize ? bytes / fs->nodesize : 1;
+	eb_cache_shrink(&fs->cache);
+}
+
 void eb_cache_destroy(struct eb_cache *cache)
 {
 	if (!cache->hash)
