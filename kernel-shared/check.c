@@ -10,8 +10,8 @@
  * are checked beside the walk and the extent tree, through a second open
  * of the image: the block cache is per open, so the two never share a
  * buffer.  The log comes last, because its blocks must not collide with
- * any committed one,
- * and its dry replay is then checked by the same passes again.
+ * any committed one, and its dry replay is then checked by the same
+ * passes again.
  */
 #include <errno.h>
 #include <stdarg.h>
