@@ -168,6 +168,23 @@ static bool open_error_is_damage(int err)
 	return err == -EUCLEAN || err == -EOVERFLOW || err == -ERANGE || err == -ENOENT;
 }
 
+/*
+ * When the trees cannot be reached, the superblock copies still can: what
+ * they say (a damaged primary, copies that disagree, a truncated image)
+ * is often the reason, and the way to a rescue (--super N).
+ */
+static void check_super_alone(struct tlog_check *c, struct tlog_bdev *bdev)
+{
+	struct tlog_open_opts opts = { .super_mirror = c->opts.super_mirror,
+				       .skip_chunk_tree = true };
+	struct tlog_fs *fs;
+
+	if (tlog_open_bdev(bdev, &opts, &fs))
+		return;
+	check_super(c, fs);
+	tlog_close(fs);
+}
+
 static int open_for_check(struct tlog_check *c, struct tlog_bdev *bdev, struct tlog_fs **ret)
 {
 	struct tlog_open_opts opts = { .super_mirror = c->opts.super_mirror };
@@ -180,6 +197,7 @@ static int open_for_check(struct tlog_check *c, struct tlog_bdev *bdev, struct t
 	if (!open_error_is_damage(err))
 		return err;
 	check_problem_errctx(c, "super", TLOG_CHECK_IMAGE, 0, 0, "the image cannot be opened");
+	check_super_alone(c, bdev);
 	return 1;
 }
 
