@@ -89,17 +89,25 @@ struct tree_walk {
 	u64 blocks_total;	/* estimate, for progress */
 };
 
-/* Trees whose blocks may be owned by another tree of the same kind (snapshots). */
-static bool is_subvol_like(u64 id)
+/*
+ * The owners a block of @tree may have, as the kernel's tree-checker
+ * allows them: a subvolume tree (5, or 256 up to the first qgroup level
+ * above 0) shares blocks with its snapshots, so any subvolume may own
+ * them; a relocation tree is a snapshot of one, so it takes theirs and
+ * its own; every other tree owns its blocks alone.
+ */
+static bool is_fstree(u64 id)
 {
-	return btrfs_is_subvolume_id(id) || id == BTRFS_TREE_RELOC_OBJECTID ||
-	       id == BTRFS_DATA_RELOC_TREE_OBJECTID;
+	return id == BTRFS_FS_TREE_OBJECTID ||
+	       (id >= BTRFS_FIRST_FREE_OBJECTID && id < (1ULL << 48));
 }
 
 static bool owner_fits_tree(u64 owner, u64 tree)
 {
-	if (is_subvol_like(tree))
-		return is_subvol_like(owner);
+	if (tree == BTRFS_TREE_RELOC_OBJECTID)
+		return owner == tree || is_fstree(owner);
+	if (is_fstree(tree))
+		return is_fstree(owner);
 	return owner == tree;
 }
 
@@ -240,6 +248,9 @@ static int walk_node(struct tree_walk *w, struct extent_buffer *eb,
 			continue;
 		if (!last)
 			btrfs_node_key_to_cpu(eb, &next, i + 1);
+		/* read_tree_block() takes 0 for "not known"; no written block has it */
+		if (btrfs_node_ptr_generation(eb, i) == 0)
+			key_problem(w, eb, i, &key, "pointer generation 0");
 		err = record_tree_ref(w->c, child, eb->start, owner, level - 1);
 		if (!err)
 			err = walk_block(w, child, level - 1, btrfs_node_ptr_generation(eb, i),
@@ -270,6 +281,62 @@ static void check_header(struct tree_walk *w, const struct extent_buffer *eb, bo
 			      "empty %s below the root", btrfs_header_level(h) ? "node" : "leaf");
 }
 
+static void unreadable_block(struct tree_walk *w, u64 bytenr, int level, u64 parent,
+			     int parent_slot)
+{
+	const char *why = tlog_error_get();
+
+	w->c->refs_incomplete = true;
+	check_problem(w->c, "tree", TLOG_CHECK_TREE, w->tree, parent, parent ? parent_slot : -1,
+		      NULL, "cannot read block %llu (level %d): %s", (unsigned long long)bytenr,
+		      level, why && *why ? why : "read failed");
+}
+
+/*
+ * A block entered already (shared with a snapshot, or pointed at twice by
+ * damage) is not walked again, but this pointer to it must hold as well
+ * as the first: the kernel follows it with its own key, level and
+ * generation, and a search through it misses the block's items when its
+ * keys are not in the range the pointer gives.
+ */
+static int check_shared_pointer(struct tree_walk *w, u64 bytenr, int level, u64 generation,
+				const struct btrfs_key *lo, const struct btrfs_key *hi,
+				u64 parent, int parent_slot)
+{
+	struct extent_buffer *eb;
+	struct btrfs_key first, last;
+	u32 n;
+
+	if (!parent)
+		return 0;	/* a root shared by two root items: the extent counts say it */
+	if (read_tree_block(w->fs, bytenr, level, generation, &eb)) {
+		/* the block itself was walked: only this pointer is wrong */
+		const char *why = tlog_error_get();
+
+		check_problem(w->c, "tree", TLOG_CHECK_ITEM, w->tree, parent, parent_slot, lo,
+			      "pointer to shared block %llu disagrees with it: %s",
+			      (unsigned long long)bytenr, why && *why ? why : "read failed");
+		return 0;
+	}
+	n = btrfs_header_nritems_eb(eb);
+	if (n) {
+		if (level) {
+			btrfs_node_key_to_cpu(eb, &first, 0);
+			btrfs_node_key_to_cpu(eb, &last, n - 1);
+		} else {
+			btrfs_item_key_to_cpu(eb, &first, 0);
+			btrfs_item_key_to_cpu(eb, &last, n - 1);
+		}
+		if ((lo && btrfs_comp_cpu_keys(&first, lo) != 0) ||
+		    (hi && btrfs_comp_cpu_keys(&last, hi) >= 0))
+			check_problem(w->c, "tree", TLOG_CHECK_ITEM, w->tree, parent, parent_slot,
+				      lo, "pointer to shared block %llu does not match its keys",
+				      (unsigned long long)bytenr);
+	}
+	free_extent_buffer(eb);
+	return 0;
+}
+
 static int walk_block(struct tree_walk *w, u64 bytenr, int level, u64 generation,
 		      const struct btrfs_key *lo, const struct btrfs_key *hi,
 		      u64 parent, int parent_slot)
@@ -278,15 +345,13 @@ static int walk_block(struct tree_walk *w, u64 bytenr, int level, u64 generation
 	struct extent_buffer *eb;
 	int err = seen_add(&w->seen, bytenr);
 
+	if (err < 0)
+		return err;
 	if (err)
-		return err < 0 ? err : 0;
+		return check_shared_pointer(w, bytenr, level, generation, lo, hi, parent,
+					    parent_slot);
 	if (read_tree_block(w->fs, bytenr, level, generation, &eb)) {
-		const char *why = tlog_error_get();
-
-		c->refs_incomplete = true;
-		check_problem(c, "tree", TLOG_CHECK_TREE, w->tree, parent, parent ? parent_slot : -1,
-			      NULL, "cannot read block %llu (level %d): %s", (unsigned long long)bytenr,
-			      level, why && *why ? why : "read failed");
+		unreadable_block(w, bytenr, level, parent, parent_slot);
 		return 0;
 	}
 	check_header(w, eb, parent == 0);
