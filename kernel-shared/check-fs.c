@@ -1083,7 +1083,7 @@ static const struct fs_name *find_links(const struct fs_check *fc, u64 tree, u64
 	for (end = lo; end < fc->nr_links && !cmp_link(&fc->links[end], &key); end++)
 		;
 	*nr = end - lo;
-	return &fc->links[lo];
+	return *nr ? &fc->links[lo] : NULL;
 }
 
 /* The one of @nr links at @e that is where ROOT_REF @r says, or NULL. */

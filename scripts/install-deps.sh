@@ -8,7 +8,7 @@ BUILD_DEPS=(build-essential autoconf automake libtool pkg-config
 	libxxhash-dev libgcrypt20-dev libjson-c-dev libcriterion-dev)
 # Test-only: the oracles (btrfs-progs, the kernel through mount) and tools.
 TEST_DEPS=(btrfs-progs xfsprogs e2fsprogs util-linux xz-utils python3 attr
-	coreutils kmod)
+	coreutils kmod clang libclang-rt-dev)
 
 missing=()
 for p in "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"; do
