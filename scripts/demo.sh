@@ -49,6 +49,7 @@ echo; echo "\$ cat ops.tlw"; cat "$work/ops.tlw"
 run run --commit --stats "$work/demo.img" "$work/ops.tlw" || true
 run ls -l -i "$work/demo.img" /projects
 run fiemap -v "$work/demo.img" /projects/notes.old
+run check "$work/demo.img"
 echo; echo "\$ btrfs check --readonly IMAGE"
 btrfs check --readonly "$work/demo.img" 2>&1 | grep -E "no error found|error"
 
@@ -72,6 +73,7 @@ cp --sparse=always "$work/live.img" "$work/crash.img"
 umount "$work/mnt"
 echo; echo "# a crash image: the fsyncs live only in its log tree"
 run dump-log "$work/crash.img"
+run check --log-only "$work/crash.img"
 run ls --no-log "$work/crash.img" /d
 run ls "$work/crash.img" /d
 run replay-log --dry-run "$work/crash.img"
