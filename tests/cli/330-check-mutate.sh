@@ -28,7 +28,7 @@
 # Other changes may be harmless: how often check calls them clean or not
 # is printed, per region of the block.
 #
-# TLOG_FUZZ_BUDGET seconds in all (60), TLOG_FUZZ_COUNT mutants at most
+# TLOG_FUZZ_BUDGET seconds in all (45), TLOG_FUZZ_COUNT mutants at most
 # per base image (5000); TLOG_SEED (default: the clock; printed) picks the
 # mutants, TLOG_FUZZ_ONLY="N ..." runs those only, TLOG_FUZZ_BASE="dup
 # single" the base images.  Failing mutants are kept in TLOG_FUZZ_SAVE
@@ -39,7 +39,7 @@ FUZZ="$TOP/tests/tools/imgfuzz.py"
 tl check --help > /dev/null 2>&1 || fail "tlogctl has no check command"
 
 seed=${TLOG_SEED:-$(date +%s)}
-budget=${TLOG_FUZZ_BUDGET:-60}
+budget=${TLOG_FUZZ_BUDGET:-45}
 count=${TLOG_FUZZ_COUNT:-5000}
 bases=${TLOG_FUZZ_BASE:-dup single}
 save=${TLOG_FUZZ_SAVE:-/tmp/tlog-check-fuzz}

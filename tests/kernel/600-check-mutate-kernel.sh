@@ -12,7 +12,7 @@
 #    make_mixed_crash_image: written and fsynced on a commit=3600 mount,
 #    copied while still mounted).
 # Both must check clean before they are mutated.  TLOG_FUZZ_BUDGET seconds
-# in all (60), TLOG_FUZZ_COUNT mutants at most per image (5000), TLOG_SEED
+# in all (45), TLOG_FUZZ_COUNT mutants at most per image (5000), TLOG_SEED
 # (default: the clock; printed), TLOG_FUZZ_ONLY="N ...", TLOG_FUZZ_BASE
 # ("used crash"); failing mutants are kept in TLOG_FUZZ_SAVE
 # (/tmp/tlog-check-fuzz).
@@ -24,7 +24,7 @@ FUZZ="$TOP/tests/tools/imgfuzz.py"
 tl check --help > /dev/null 2>&1 || fail "tlogctl has no check command"
 
 seed=${TLOG_SEED:-$(date +%s)}
-budget=${TLOG_FUZZ_BUDGET:-60}
+budget=${TLOG_FUZZ_BUDGET:-45}
 count=${TLOG_FUZZ_COUNT:-5000}
 bases=${TLOG_FUZZ_BASE:-used crash}
 save=${TLOG_FUZZ_SAVE:-/tmp/tlog-check-fuzz}
