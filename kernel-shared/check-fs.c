@@ -6,9 +6,9 @@
  * itself), the uuid tree and the quota tree's structure.
  *
  * It runs in its own thread through its own open (@fs) while the main
- * thread walks the extent tree, and reads each tree once, in key order,
- * with read-ahead.  Every item has been judged by the strict decoders in
- * the tree walk; here an item that does not decode is skipped in silence
+ * thread walks every tree and checks the extent tree, and reads each
+ * tree once, in key order, with read-ahead.  Every item is judged by the
+ * strict decoders in the tree walk; here an item that does not decode is skipped in silence
  * (the walk reports it), never trusted.
  *
  * Invariants the walk relies on (key order):
