@@ -8,8 +8,8 @@
  * It runs in its own thread through its own open (@fs) while the main
  * thread walks every tree and checks the extent tree, and reads each
  * tree once, in key order, with read-ahead.  Every item is judged by the
- * strict decoders in the tree walk; here an item that does not decode is skipped in silence
- * (the walk reports it), never trusted.
+ * strict decoders in the tree walk; here an item that does not decode is
+ * skipped in silence (the walk reports it), never trusted.
  *
  * Invariants the walk relies on (key order):
  *  - all items of one objectid are contiguous and INODE_ITEM (type 1) is
