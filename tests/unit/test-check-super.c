@@ -53,6 +53,7 @@ static int run_checks(struct tlog_bdev *bdev)
 	cr_assert_eq(check_super(&c, fs), 0);
 	cr_assert_eq(check_chunks(&c, fs), 0);
 	pthread_mutex_destroy(&c.lock);
+	free(c.seen_problems);	/* what check_problem() remembers for the replay's check */
 	tlog_close(fs);
 	cr_assert_eq(stats.problems, (u64)nr_seen);
 	return nr_seen;
