@@ -75,6 +75,7 @@ struct tlog_check {
 	 */
 	u64 *seen_problems;
 	size_t nr_seen_problems, alloc_seen_problems;
+	bool seen_problems_sorted;
 
 	/* check-tree.c, for check-extent.c and check-log.c; sorted by bytenr */
 	struct check_block *blocks;

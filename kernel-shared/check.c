@@ -46,16 +46,32 @@ static u64 problem_fingerprint(const struct tlog_problem *p)
 	return h;
 }
 
-/* Called locked.  True when the problem was said before the replay. */
+static int cmp_fingerprint(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Called locked.  True when the problem was said before the replay.  The
+ * fingerprints are appended until the replay's check begins, then sorted
+ * once and searched: a badly damaged image may say the same thousands of
+ * problems twice.
+ */
 static bool seen_before_replay(struct tlog_check *c, const struct tlog_problem *p)
 {
 	u64 fp = problem_fingerprint(p);
 
 	if (c->after_replay) {
-		for (size_t i = 0; i < c->nr_seen_problems; i++)
-			if (c->seen_problems[i] == fp)
-				return true;
-		return false;
+		if (!c->nr_seen_problems)
+			return false;
+		if (!c->seen_problems_sorted) {
+			qsort(c->seen_problems, c->nr_seen_problems, sizeof(fp), cmp_fingerprint);
+			c->seen_problems_sorted = true;
+		}
+		return bsearch(&fp, c->seen_problems, c->nr_seen_problems, sizeof(fp),
+			       cmp_fingerprint) != NULL;
 	}
 	if (!array_reserve(c->seen_problems, c->alloc_seen_problems, c->nr_seen_problems + 1))
 		c->seen_problems[c->nr_seen_problems++] = fp;
