@@ -418,3 +418,29 @@ void memfs_fault_sweep(const struct memfs_fault_case *c, struct memfs_fault_stat
 	cr_assert_gt(st->old, 0, "%s: no fault point left the old state", c->name);
 	cr_assert_gt(st->new, 0, "%s: no fault point left the new state", c->name);
 }
+
+/* Open, start a transaction, let @change do its damage, commit. */
+void memfs_damage(struct tlog_bdev *bdev, void (*change)(struct tlog_trans *, void *), void *arg)
+{
+	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
+	struct tlog_trans *trans;
+
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	change(trans, arg);
+	cr_assert_eq(tlog_trans_commit(trans), 0, "%s", tlog_error_get());
+	tlog_close(fs);
+}
+
+/* The item @key of @tree, for writing; asserts it is there. */
+void *memfs_item_for_write(struct tlog_trans *trans, u64 tree, const struct btrfs_key *key,
+			   struct btrfs_path *path)
+{
+	struct btrfs_root *root = memfs_root(trans->fs, tree);
+
+	btrfs_init_path(path);
+	cr_assert_eq(btrfs_search_slot_for_write(trans, root, key, path, 0), 0,
+		     "no item (%llu %u %llu)", (unsigned long long)key->objectid, key->type,
+		     (unsigned long long)key->offset);
+	btrfs_mark_buffer_dirty(trans->fs, path->nodes[0]);
+	return btrfs_item_ptr(path->nodes[0], path->slots[0]);
+}

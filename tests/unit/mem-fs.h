@@ -37,6 +37,12 @@ struct tlog_fs *memfs_open(struct tlog_bdev *bdev, int fault_mode, u64 fault_nth
 /* The same, returning the error instead of asserting. */
 int memfs_try_open(struct tlog_bdev *bdev, int fault_mode, u64 fault_nth, struct tlog_fs **fs);
 struct btrfs_root *memfs_root(struct tlog_fs *fs, u64 objectid);
+/* Open @bdev, start a transaction, let @change damage it, commit (checker tests). */
+void memfs_damage(struct tlog_bdev *bdev, void (*change)(struct tlog_trans *, void *), void *arg);
+/* The item @key of @tree, its leaf dirtied for writing; asserts it is there. */
+struct btrfs_path;
+void *memfs_item_for_write(struct tlog_trans *trans, u64 tree, const struct btrfs_key *key,
+			   struct btrfs_path *path);
 /* The generation of superblock copy @mirror as on the device (0 if absent/invalid magic). */
 u64 memfs_super_generation(struct tlog_bdev *bdev, int mirror);
 

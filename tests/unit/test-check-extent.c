@@ -88,32 +88,6 @@ static struct tlog_bdev *make_fs(u64 *bytenr)
 	return bdev;
 }
 
-/* Open, start a transaction, let @change do its damage, commit. */
-static void damage(struct tlog_bdev *bdev, void (*change)(struct tlog_trans *, void *), void *arg)
-{
-	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
-	struct tlog_trans *trans;
-
-	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
-	change(trans, arg);
-	cr_assert_eq(tlog_trans_commit(trans), 0, "%s", tlog_error_get());
-	tlog_close(fs);
-}
-
-/* The item @key of @tree, for writing; asserts it is there. */
-static void *item_for_write(struct tlog_trans *trans, u64 tree, const struct btrfs_key *key,
-			    struct btrfs_path *path)
-{
-	struct btrfs_root *root = memfs_root(trans->fs, tree);
-
-	btrfs_init_path(path);
-	cr_assert_eq(btrfs_search_slot_for_write(trans, root, key, path, 0), 0,
-		     "no item (%llu %u %llu)", (unsigned long long)key->objectid, key->type,
-		     (unsigned long long)key->offset);
-	btrfs_mark_buffer_dirty(trans->fs, path->nodes[0]);
-	return btrfs_item_ptr(path->nodes[0], path->slots[0]);
-}
-
 Test(check_extent, library_written_fs_is_clean)
 {
 	u64 bytenr[NR_EXT];
@@ -133,7 +107,7 @@ static void raise_refs(struct tlog_trans *trans, void *arg)
 	const u64 *b = arg;
 	struct btrfs_key key = { b[0], BTRFS_EXTENT_ITEM_KEY, b[1] };
 	struct btrfs_path path;
-	struct btrfs_extent_item *ei = item_for_write(trans, BTRFS_EXTENT_TREE_OBJECTID, &key,
+	struct btrfs_extent_item *ei = memfs_item_for_write(trans, BTRFS_EXTENT_TREE_OBJECTID, &key,
 						       &path);
 
 	btrfs_set_extent_item_refs(ei, btrfs_extent_item_refs(ei) + 1);
@@ -150,7 +124,7 @@ Test(check_extent, refs_above_the_back_references)
 
 	arg[0] = bytenr[2];
 	arg[1] = 3 * 4096;
-	damage(bdev, raise_refs, arg);
+	memfs_damage(bdev, raise_refs, arg);
 	run_check(bdev, &f, &stats);
 	dump(&f);
 	cr_expect_eq(f.nr, 1);
@@ -165,7 +139,7 @@ static void change_used(struct tlog_trans *trans, void *arg)
 	struct btrfs_path path;
 	struct btrfs_block_group_item *bgi;
 
-	bgi = item_for_write(trans, btrfs_block_group_root_id(trans->fs), &key, &path);
+	bgi = memfs_item_for_write(trans, btrfs_block_group_root_id(trans->fs), &key, &path);
 	btrfs_set_block_group_item_used(bgi, btrfs_block_group_item_used(bgi) + 4096);
 	btrfs_release_path(&path);
 }
@@ -184,7 +158,7 @@ Test(check_extent, block_group_used_off)
 	memfs_fst_group(fs, bytenr[0], &v, &nr, &bg[0], &bg[1]);
 	free(v);
 	tlog_close(fs);
-	damage(bdev, change_used, bg);
+	memfs_damage(bdev, change_used, bg);
 	run_check(bdev, &f, &stats);
 	dump(&f);
 	cr_expect_eq(f.nr, 1);
@@ -210,7 +184,7 @@ Test(check_extent, file_extent_inside_another_extent)
 	struct found f;
 	char want[96];
 
-	damage(bdev, point_nowhere, &bytenr[3]);
+	memfs_damage(bdev, point_nowhere, &bytenr[3]);
 	run_check(bdev, &f, &stats);
 	dump(&f);
 	snprintf(want, sizeof(want), "inside extent %llu+%u", (unsigned long long)bytenr[3],
@@ -247,7 +221,7 @@ Test(check_extent, free_space_not_listed)
 	free(v);
 	tlog_close(fs);
 	cr_assert_gt(nr, 0);
-	damage(bdev, drop_free_space, bg);
+	memfs_damage(bdev, drop_free_space, bg);
 	run_check(bdev, &f, &stats);
 	dump(&f);
 	cr_expect(reported(&f, "free space info counts"), "%s", f.what[0]);
@@ -278,7 +252,7 @@ Test(check_extent, back_reference_nothing_makes)
 	struct tlog_check_stats stats;
 	struct found f;
 
-	damage(bdev, extra_backref, &bytenr[5]);
+	memfs_damage(bdev, extra_backref, &bytenr[5]);
 	run_check(bdev, &f, &stats);
 	dump(&f);
 	cr_expect_eq(f.nr, 2);

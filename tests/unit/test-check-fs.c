@@ -119,32 +119,6 @@ static struct tlog_bdev *make_fs(void)
 	return bdev;
 }
 
-/* Open, start a transaction, let @change do its damage, commit. */
-static void damage(struct tlog_bdev *bdev, void (*change)(struct tlog_trans *, void *), void *arg)
-{
-	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
-	struct tlog_trans *trans;
-
-	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
-	change(trans, arg);
-	cr_assert_eq(tlog_trans_commit(trans), 0, "%s", tlog_error_get());
-	tlog_close(fs);
-}
-
-/* The item @key of @tree, for writing; asserts it is there. */
-static void *item_for_write(struct tlog_trans *trans, u64 tree, const struct btrfs_key *key,
-			    struct btrfs_path *path)
-{
-	struct btrfs_root *root = memfs_root(trans->fs, tree);
-
-	btrfs_init_path(path);
-	cr_assert_eq(btrfs_search_slot_for_write(trans, root, key, path, 0), 0,
-		     "no item (%llu %u %llu)", (unsigned long long)key->objectid, key->type,
-		     (unsigned long long)key->offset);
-	btrfs_mark_buffer_dirty(trans->fs, path->nodes[0]);
-	return btrfs_item_ptr(path->nodes[0], path->slots[0]);
-}
-
 Test(check_fs, library_written_fs_is_clean)
 {
 	struct tlog_bdev *bdev = make_fs();
@@ -165,7 +139,7 @@ static void set_nlink(struct tlog_trans *trans, void *arg)
 {
 	struct btrfs_key key = { 259, BTRFS_INODE_ITEM_KEY, 0 };
 	struct btrfs_path path;
-	struct btrfs_inode_item *ii = item_for_write(trans, BTRFS_FS_TREE_OBJECTID, &key, &path);
+	struct btrfs_inode_item *ii = memfs_item_for_write(trans, BTRFS_FS_TREE_OBJECTID, &key, &path);
 
 	btrfs_set_inode_item_nlink(ii, *(u32 *)arg);
 	btrfs_release_path(&path);
@@ -178,7 +152,7 @@ Test(check_fs, nlink_above_the_names)
 	struct found f;
 	u32 nlink = 2;
 
-	damage(bdev, set_nlink, &nlink);
+	memfs_damage(bdev, set_nlink, &nlink);
 	run_check(bdev, &f, &stats, false);
 	dump(&f);
 	cr_expect_eq(f.nr, 1);
@@ -193,7 +167,7 @@ Test(check_fs, no_link_and_no_orphan_item)
 	struct found f;
 	u32 nlink = 0;
 
-	damage(bdev, set_nlink, &nlink);
+	memfs_damage(bdev, set_nlink, &nlink);
 	run_check(bdev, &f, &stats, false);
 	dump(&f);
 	cr_expect_eq(f.nr, 2);
@@ -206,7 +180,7 @@ static void grow_dir(struct tlog_trans *trans, void *arg)
 {
 	struct btrfs_key key = { 258, BTRFS_INODE_ITEM_KEY, 0 };
 	struct btrfs_path path;
-	struct btrfs_inode_item *ii = item_for_write(trans, BTRFS_FS_TREE_OBJECTID, &key, &path);
+	struct btrfs_inode_item *ii = memfs_item_for_write(trans, BTRFS_FS_TREE_OBJECTID, &key, &path);
 
 	(void)arg;
 	btrfs_set_inode_item_size(ii, btrfs_inode_item_size(ii) + 2);
@@ -219,7 +193,7 @@ Test(check_fs, directory_size_off)
 	struct tlog_check_stats stats;
 	struct found f;
 
-	damage(bdev, grow_dir, NULL);
+	memfs_damage(bdev, grow_dir, NULL);
 	run_check(bdev, &f, &stats, false);
 	dump(&f);
 	cr_expect_eq(f.nr, 1);
@@ -261,7 +235,7 @@ Test(check_fs, directory_index_moved)
 	struct tlog_check_stats stats;
 	struct found f;
 
-	damage(bdev, move_index, NULL);
+	memfs_damage(bdev, move_index, NULL);
 	run_check(bdev, &f, &stats, false);
 	dump(&f);
 	cr_expect_eq(f.nr, 2);
@@ -275,7 +249,7 @@ static void retype_entry(struct tlog_trans *trans, void *arg)
 {
 	struct btrfs_key key = { 258, BTRFS_DIR_ITEM_KEY, btrfs_name_hash("sym", 3) };
 	struct btrfs_path path;
-	struct btrfs_dir_item *di = item_for_write(trans, BTRFS_FS_TREE_OBJECTID, &key, &path);
+	struct btrfs_dir_item *di = memfs_item_for_write(trans, BTRFS_FS_TREE_OBJECTID, &key, &path);
 
 	(void)arg;
 	di->type = BTRFS_FT_REG_FILE;
@@ -288,7 +262,7 @@ Test(check_fs, entry_file_type_off)
 	struct tlog_check_stats stats;
 	struct found f;
 
-	damage(bdev, retype_entry, NULL);
+	memfs_damage(bdev, retype_entry, NULL);
 	run_check(bdev, &f, &stats, false);
 	dump(&f);
 	cr_expect_eq(f.nr, 1);
@@ -324,7 +298,7 @@ Test(check_fs, checksum_missing)
 	struct tlog_check_stats stats;
 	struct found f;
 
-	damage(bdev, cut_csum, NULL);
+	memfs_damage(bdev, cut_csum, NULL);
 	run_check(bdev, &f, &stats, true);
 	dump(&f);
 	cr_expect_eq(f.nr, 1);
@@ -358,7 +332,7 @@ Test(check_fs, root_backref_missing)
 	struct tlog_check_stats stats;
 	struct found f;
 
-	damage(bdev, drop_backref, NULL);
+	memfs_damage(bdev, drop_backref, NULL);
 	run_check(bdev, &f, &stats, false);
 	dump(&f);
 	cr_expect_eq(f.nr, 1);
