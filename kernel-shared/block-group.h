@@ -86,6 +86,15 @@ u64 btrfs_largest_free(const struct tlog_block_groups *bgs, u64 type_flags);
 struct tlog_trans;
 /* A new chunk and block group of @type (DATA or METADATA), all of it free (chunk-alloc.c). */
 int btrfs_alloc_chunk(struct tlog_trans *trans, struct tlog_block_groups *bgs, u64 type);
+/*
+ * mkfs --shrink, on a one-device filesystem: the last chunk of the device
+ * is cut to the end of its used space (rounded up to 1 MiB; not below
+ * what its used bytes need) when it is a data or metadata chunk with free
+ * space at its end, and the device's size (super and DEV_ITEM) becomes
+ * the end of its last device extent, in *@new_size.  The caller commits
+ * and then truncates a file target to *@new_size.
+ */
+int btrfs_shrink_to_fit(struct tlog_trans *trans, u64 *new_size);
 
 /* Never hand out [start, start + len), free or not (pinned log blocks, claimed extents). */
 int btrfs_exclude_range(struct tlog_block_groups *bgs, u64 start, u64 len);

@@ -92,6 +92,30 @@ int tlog_bdev_wrap_cow(struct tlog_bdev *inner, struct tlog_bdev **ret);
 size_t tlog_bdev_cow_pages(struct tlog_bdev *bdev);
 
 
+/*
+ * Superblocks held back, so that a filesystem being built is never seen
+ * half made (mkfs --rootdir): writes to the superblock copies' places are
+ * kept in memory (reads there see them) and everything else passes to
+ * @inner (which the wrapper then owns and closes).
+ * tlog_bdev_release_super() flushes @inner, writes the held copies
+ * through and flushes again; closing the wrapper without it writes none.
+ */
+int tlog_bdev_wrap_hold_super(struct tlog_bdev *inner, struct tlog_bdev **ret);
+int tlog_bdev_release_super(struct tlog_bdev *bdev);
+/*
+ * Zero every superblock copy that lies inside @bdev and flush: what was
+ * on the target no longer looks like a btrfs while the new one is made.
+ */
+int tlog_bdev_wipe_super(struct tlog_bdev *bdev);
+/*
+ * Make [@offset, @offset + @len) of @bdev share the bytes of @src_fd at
+ * @src_off (FICLONERANGE); @len, @offset and @src_off are multiples of
+ * 4096.  Counts as one write (fault injection sees it).  -EOPNOTSUPP or
+ * -EXDEV (nothing done, no error context) where the device cannot: not
+ * a file, another filesystem, one without reflink.
+ */
+int tlog_bdev_clone_from(struct tlog_bdev *bdev, int src_fd, u64 src_off, u64 len, u64 offset);
+
 int tlog_bdev_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset);
 /* Read consecutive bytes at @offset into the pieces of @iov, in order. */
 int tlog_bdev_readv(struct tlog_bdev *bdev, const struct iovec *iov, int iovcnt, u64 offset);

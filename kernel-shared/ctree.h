@@ -117,6 +117,9 @@ struct tlog_fs {
 	} *bg_size_classes;
 	size_t nr_bg_size_classes, alloc_bg_size_classes;
 	bool bg_size_classes_loaded;
+	/* tlog_fs_new_uuid(): derived from @uuid_seed when set, else random */
+	bool uuid_seeded;
+	u8 uuid_seed[BTRFS_UUID_SIZE];
 };
 
 /* Tree blocks have skinny extent items (METADATA_ITEM keyed by level). */
@@ -259,6 +262,13 @@ void btrfs_forget_tree_block(struct tlog_fs *fs, u64 bytenr);
  * btrfs_new_tree_block().
  */
 int tlog_fs_create_memory(u32 nodesize, u32 sectorsize, u16 csum_type, struct tlog_fs **ret);
+/*
+ * New UUIDs of @fs (subvolumes, snapshots): random, or after
+ * tlog_fs_set_uuid_seed() derived from the seed (tlog_derive_uuid, with
+ * @what and @id), so that a reproducible build gives the same ones.
+ */
+void tlog_fs_set_uuid_seed(struct tlog_fs *fs, const u8 *seed);
+void tlog_fs_new_uuid(struct tlog_fs *fs, const char *what, u64 id, u8 *out);
 
 /*
  * Keep at most @bytes of unreferenced tree blocks cached (the default is

@@ -8,6 +8,15 @@
 
 /* Write data into space allocated in this transaction (all copies). */
 int btrfs_write_data(struct tlog_trans *trans, u64 bytenr, const void *buf, size_t len);
+/*
+ * btrfs_write_data() for data that is also the bytes of @src_fd at
+ * @src_off (mkfs --reflink): the whole 4 KiB blocks of every copy are
+ * cloned from @src_fd where the device can (tlog_bdev_clone_from), the
+ * rest written from @buf.  *@cloned gets the bytes cloned (per logical
+ * byte, not per copy).
+ */
+int btrfs_clone_data(struct tlog_trans *trans, u64 bytenr, int src_fd, u64 src_off,
+		     const void *buf, size_t len, u64 *cloned);
 /* Checksum @len bytes of data written at @bytenr into the csum tree. */
 int btrfs_insert_data_csums(struct tlog_trans *trans, u64 bytenr, const void *data, u64 len);
 /* Insert @sectors checksums (csum_size bytes each) for the data at @bytenr. */

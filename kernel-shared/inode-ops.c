@@ -51,6 +51,7 @@ static struct tlog_mount *mount_alloc(struct tlog_fs *fs, size_t hash_size)
 	mnt->hash_size = hash_size;
 	INIT_LIST_HEAD(&mnt->dirty_inodes);
 	mnt->max_inline = 2048;
+	mnt->clone_fd = -1;
 	return mnt;
 }
 

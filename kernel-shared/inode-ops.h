@@ -184,6 +184,16 @@ struct tlog_mount {
 	 */
 	unsigned int log_broken;
 	struct tlog_mount_stats stats;
+	/*
+	 * mkfs --reflink: while @clone_inode is written back, its data is
+	 * also the bytes of @clone_fd at the same file offsets, and
+	 * uncompressed extents are cloned from there (btrfs_clone_data)
+	 * rather than written; @cloned_bytes counts what was.  -1/NULL
+	 * otherwise.
+	 */
+	int clone_fd;
+	struct tlog_inode *clone_inode;
+	u64 cloned_bytes;
 };
 
 #define TLOG_BREAK_PARENTS	(1U << 0)	/* no btrfs_log_all_parents */

@@ -26,7 +26,23 @@ struct tlog_mkfs_cfg {
 	bool fsid_set;		/* else a random fsid is made */
 	u8 fsid[BTRFS_FSID_SIZE];
 	char label[BTRFS_LABEL_SIZE];
+	/*
+	 * Reproducible images: @time_set gives the filesystem's own times
+	 * (root directory, root items) as @time_sec (SOURCE_DATE_EPOCH);
+	 * @derive_uuids (with @fsid_set) makes the device, chunk tree and
+	 * fs tree UUIDs from the fsid (tlog_derive_uuid) instead of random.
+	 */
+	bool time_set;
+	u64 time_sec;
+	bool derive_uuids;
 };
+
+/*
+ * A UUID made from @seed, @what and @id (a name-based, version 5 UUID):
+ * the same arguments always give the same UUID, different ones
+ * different UUIDs.
+ */
+void tlog_derive_uuid(const u8 *seed, const char *what, u64 id, u8 *out);
 
 /* The layout and identity of the new filesystem, for the summary. */
 struct tlog_mkfs_chunk {

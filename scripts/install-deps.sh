@@ -5,10 +5,10 @@ set -euo pipefail
 
 BUILD_DEPS=(build-essential autoconf automake libtool pkg-config
 	libblkid-dev uuid-dev zlib1g-dev libzstd-dev liblzo2-dev libisal-dev
-	libxxhash-dev libgcrypt20-dev libjson-c-dev libcriterion-dev)
+	libxxhash-dev libgcrypt20-dev libjson-c-dev libcriterion-dev libarchive-dev)
 # Test-only: the oracles (btrfs-progs, the kernel through mount) and tools.
 TEST_DEPS=(btrfs-progs xfsprogs e2fsprogs util-linux xz-utils python3 attr
-	coreutils kmod clang libclang-rt-dev)
+	coreutils kmod clang libclang-rt-dev acl tar)
 
 missing=()
 for p in "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"; do

@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* placeholder: being written */
+#include "rootdir.h"
