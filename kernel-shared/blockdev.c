@@ -126,6 +126,36 @@ static void file_readahead(struct tlog_bdev *bdev, u64 offset, u64 len)
 	posix_fadvise(file_fd(bdev), (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
 }
 
+/*
+ * A clone the target's filesystem refuses is not an error: the caller
+ * writes the bytes instead.  EINVAL covers offsets it will not clone at
+ * (its block size above 4 KiB) as well as a source that is no regular
+ * file; both mean "write it".
+ */
+static int file_clone_from(struct tlog_bdev *bdev, int src_fd, u64 src_off, u64 len,
+			   u64 offset)
+{
+	struct file_clone_range range = {
+		.src_fd = src_fd, .src_offset = src_off, .src_length = len,
+		.dest_offset = offset,
+	};
+	int err;
+
+	if (bdev->is_blockdev)
+		return -EOPNOTSUPP;
+	err = file_check_before_write(bdev);
+	if (err)
+		return err;
+	if (ioctl(file_fd(bdev), FICLONERANGE, &range) == 0)
+		return 0;
+	err = -errno;
+	if (err == -EOPNOTSUPP || err == -EXDEV || err == -EINVAL || err == -ENOTTY)
+		return -EOPNOTSUPP;
+	return tlog_error(err, "clone of %llu bytes at %llu from offset %llu failed: %s",
+			  (unsigned long long)len, (unsigned long long)offset,
+			  (unsigned long long)src_off, strerror(-err));
+}
+
 static void file_close(struct tlog_bdev *bdev)
 {
 	struct file_bdev *fb = bdev->priv;
@@ -142,6 +172,7 @@ static const struct tlog_bdev_ops file_bdev_ops = {
 	.write = file_write,
 	.flush = file_flush,
 	.readahead = file_readahead,
+	.clone_from = file_clone_from,
 	.close = file_close,
 };
 
@@ -340,6 +371,34 @@ int tlog_bdev_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 off
 	return bdev->ops->write(bdev, buf, len, offset);
 }
 
+int tlog_bdev_clone_from(struct tlog_bdev *bdev, int src_fd, u64 src_off, u64 len, u64 offset)
+{
+	const u64 align = 4096;
+	int ret;
+
+	if (!bdev->writable)
+		return tlog_error(-EROFS, "%s is open read-only", bdev->name);
+	if ((src_off | len | offset) & (align - 1))
+		return tlog_error(-EINVAL,
+				  "clone of %llu bytes at %llu from %llu is not 4 KiB aligned",
+				  (unsigned long long)len, (unsigned long long)offset,
+				  (unsigned long long)src_off);
+	/* a length of 0 would clone to the end of the source */
+	if (!len)
+		return 0;
+	if (len > SIZE_MAX)
+		return tlog_error(-EINVAL, "clone of %llu bytes is too long",
+				  (unsigned long long)len);
+	ret = check_range(bdev, "clone", (size_t)len, offset);
+	if (ret)
+		return ret;
+	if (!bdev->ops->clone_from)
+		return -EOPNOTSUPP;
+	bdev->nr_writes++;
+	bdev->bytes_written += len;
+	return bdev->ops->clone_from(bdev, src_fd, src_off, len, offset);
+}
+
 int tlog_bdev_flush(struct tlog_bdev *bdev)
 {
 	return bdev->ops->flush ? bdev->ops->flush(bdev) : 0;
@@ -390,6 +449,22 @@ static int fault_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 
 			  (unsigned long long)fb->seen, len, (unsigned long long)offset);
 }
 
+/* A clone is a write: it counts, and fails or vanishes like one. */
+static int fault_clone_from(struct tlog_bdev *bdev, int src_fd, u64 src_off, u64 len,
+			    u64 offset)
+{
+	struct fault_bdev *fb = fault_of(bdev);
+
+	fb->seen++;
+	if (!fault_tripped(bdev))
+		return tlog_bdev_clone_from(fb->inner, src_fd, src_off, len, offset);
+	if (fb->mode == TLOG_FAULT_DROP)
+		return 0;
+	return tlog_error(-EIO, "injected failure of write %llu (a clone of %llu bytes at %llu)",
+			  (unsigned long long)fb->seen, (unsigned long long)len,
+			  (unsigned long long)offset);
+}
+
 static int fault_flush(struct tlog_bdev *bdev)
 {
 	struct fault_bdev *fb = fault_of(bdev);
@@ -418,6 +493,7 @@ static const struct tlog_bdev_ops fault_bdev_ops = {
 	.write = fault_write,
 	.flush = fault_flush,
 	.readahead = fault_readahead,
+	.clone_from = fault_clone_from,
 	.close = fault_close,
 };
 
@@ -720,4 +796,262 @@ int tlog_bdev_wrap_cow(struct tlog_bdev *inner, struct tlog_bdev **ret)
 size_t tlog_bdev_cow_pages(struct tlog_bdev *bdev)
 {
 	return bdev->ops == &cow_bdev_ops ? cow_of(bdev)->nr_pages : 0;
+}
+
+/*
+ * ---- superblocks held back ----
+ *
+ * One page per superblock copy that starts inside the device, filled
+ * from the inner device on the first write that touches it (so a partial
+ * write merges with what is there, as on a device) and written back whole
+ * at release.  Nothing else written to these places can reach the inner
+ * device while the hold lasts, so the page stays a true picture of what
+ * the copy will be.
+ */
+
+struct hold_copy {
+	u64 offset;		/* btrfs_sb_offset() of the copy */
+	u32 len;		/* BTRFS_SUPER_INFO_SIZE, less past the end of the device */
+	bool held;		/* @data has been written to */
+	u8 data[BTRFS_SUPER_INFO_SIZE];
+};
+
+struct hold_bdev {
+	struct tlog_bdev *inner;
+	bool released;		/* everything passes through */
+	int nr_copies;
+	struct hold_copy copies[BTRFS_SUPER_MIRROR_MAX];
+};
+
+static struct hold_bdev *hold_of(struct tlog_bdev *bdev)
+{
+	return bdev->priv;
+}
+
+/* The bytes [*lo, *hi) of [offset, offset + len) that fall in @copy; false if none. */
+static bool hold_overlap(const struct hold_copy *copy, u64 offset, u64 len, u64 *lo, u64 *hi)
+{
+	u64 end = offset + len;
+
+	*lo = offset > copy->offset ? offset : copy->offset;
+	*hi = end < copy->offset + copy->len ? end : copy->offset + copy->len;
+	return *lo < *hi;
+}
+
+static bool hold_touches(const struct hold_bdev *hb, u64 offset, u64 len)
+{
+	u64 lo, hi;
+
+	for (int i = 0; i < hb->nr_copies; i++)
+		if (hold_overlap(&hb->copies[i], offset, len, &lo, &hi))
+			return true;
+	return false;
+}
+
+/* Reads see the held bytes over what the inner device has. */
+static int hold_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
+{
+	struct hold_bdev *hb = hold_of(bdev);
+	int err = tlog_bdev_read(hb->inner, buf, len, offset);
+	u64 lo, hi;
+
+	if (err || hb->released)
+		return err;
+	for (int i = 0; i < hb->nr_copies; i++) {
+		const struct hold_copy *copy = &hb->copies[i];
+
+		if (copy->held && hold_overlap(copy, offset, len, &lo, &hi))
+			memcpy((u8 *)buf + (lo - offset), copy->data + (lo - copy->offset),
+			       hi - lo);
+	}
+	return 0;
+}
+
+static int hold_copy_start(struct hold_bdev *hb, struct hold_copy *copy)
+{
+	int err;
+
+	if (copy->held)
+		return 0;
+	err = tlog_bdev_read(hb->inner, copy->data, copy->len, copy->offset);
+	if (err)
+		return err;
+	copy->held = true;
+	return 0;
+}
+
+/*
+ * The write is cut at the copies: the pieces between them go to the inner
+ * device, in order, the pieces inside them into the held pages.
+ */
+static int hold_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset)
+{
+	struct hold_bdev *hb = hold_of(bdev);
+	const u8 *src = buf;
+	u64 pos = offset, end = offset + len;
+	int err;
+
+	if (hb->released)
+		return tlog_bdev_write(hb->inner, buf, len, offset);
+	/* the copies are in increasing order of offset */
+	for (int i = 0; i < hb->nr_copies && pos < end; i++) {
+		struct hold_copy *copy = &hb->copies[i];
+		u64 lo, hi;
+
+		if (!hold_overlap(copy, pos, end - pos, &lo, &hi))
+			continue;
+		if (lo > pos) {
+			err = tlog_bdev_write(hb->inner, src + (pos - offset), lo - pos, pos);
+			if (err)
+				return err;
+		}
+		err = hold_copy_start(hb, copy);
+		if (err)
+			return err;
+		memcpy(copy->data + (lo - copy->offset), src + (lo - offset), hi - lo);
+		pos = hi;
+	}
+	if (pos < end)
+		return tlog_bdev_write(hb->inner, src + (pos - offset), end - pos, pos);
+	return 0;
+}
+
+static int hold_flush(struct tlog_bdev *bdev)
+{
+	return tlog_bdev_flush(hold_of(bdev)->inner);
+}
+
+static void hold_readahead(struct tlog_bdev *bdev, u64 offset, u64 len)
+{
+	tlog_bdev_readahead(hold_of(bdev)->inner, offset, len);
+}
+
+/* Cloned bytes would bypass the hold: a clone into a copy is written instead. */
+static int hold_clone_from(struct tlog_bdev *bdev, int src_fd, u64 src_off, u64 len,
+			   u64 offset)
+{
+	struct hold_bdev *hb = hold_of(bdev);
+
+	if (!hb->released && hold_touches(hb, offset, len))
+		return -EOPNOTSUPP;
+	return tlog_bdev_clone_from(hb->inner, src_fd, src_off, len, offset);
+}
+
+static void hold_close(struct tlog_bdev *bdev)
+{
+	tlog_bdev_close(hold_of(bdev)->inner);
+	free(bdev->priv);
+}
+
+static const struct tlog_bdev_ops hold_bdev_ops = {
+	.read = hold_read,
+	.write = hold_write,
+	.flush = hold_flush,
+	.readahead = hold_readahead,
+	.clone_from = hold_clone_from,
+	.close = hold_close,
+};
+
+int tlog_bdev_wrap_hold_super(struct tlog_bdev *inner, struct tlog_bdev **ret)
+{
+	struct tlog_bdev *bdev = calloc(1, sizeof(*bdev));
+	struct hold_bdev *hb = calloc(1, sizeof(*hb));
+
+	if (!bdev || !hb || !(bdev->name = strdup(inner->name))) {
+		free(hb);
+		free(bdev);
+		return -ENOMEM;
+	}
+	hb->inner = inner;
+	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX; i++) {
+		u64 off = btrfs_sb_offset(i);
+		struct hold_copy *copy = &hb->copies[hb->nr_copies];
+
+		if (off >= inner->size)
+			break;
+		copy->offset = off;
+		copy->len = inner->size - off < BTRFS_SUPER_INFO_SIZE ?
+			    (u32)(inner->size - off) : BTRFS_SUPER_INFO_SIZE;
+		hb->nr_copies++;
+	}
+	bdev->refs = 1;
+	bdev->priv = hb;
+	bdev->ops = &hold_bdev_ops;
+	bdev->size = inner->size;
+	bdev->writable = inner->writable;
+	bdev->is_blockdev = inner->is_blockdev;
+	*ret = bdev;
+	return 0;
+}
+
+/*
+ * A mirror the held primary superblock puts past the end of its device
+ * (a filesystem shrunk after the mirror was written: commits write no
+ * mirror there) is stale; written, it would also grow a file target cut
+ * to the filesystem's size back to the old one.
+ */
+static bool hold_copy_stale(const struct hold_bdev *hb, const struct hold_copy *copy)
+{
+	const struct hold_copy *primary = &hb->copies[0];
+	const struct btrfs_super_block *sb = (const void *)primary->data;
+
+	if (copy == primary || !primary->held || primary->len < sizeof(*sb) ||
+	    btrfs_super_block_magic(sb) != BTRFS_MAGIC)
+		return false;
+	return copy->offset + BTRFS_SUPER_INFO_SIZE >= btrfs_dev_item_total_bytes(&sb->dev_item);
+}
+
+/*
+ * The order is the one a commit keeps: every block the superblocks point
+ * to is on stable storage before the first of them is written.
+ */
+int tlog_bdev_release_super(struct tlog_bdev *bdev)
+{
+	struct hold_bdev *hb;
+	int err;
+
+	if (bdev->ops != &hold_bdev_ops)
+		return tlog_error(-EINVAL, "%s does not hold superblocks back", bdev->name);
+	hb = hold_of(bdev);
+	if (hb->released)
+		return 0;
+	err = tlog_bdev_flush(hb->inner);
+	if (err)
+		return err;
+	for (int i = 0; i < hb->nr_copies; i++) {
+		const struct hold_copy *copy = &hb->copies[i];
+
+		if (!copy->held || hold_copy_stale(hb, copy))
+			continue;
+		err = tlog_bdev_write(hb->inner, copy->data, copy->len, copy->offset);
+		if (err)
+			return err;
+	}
+	err = tlog_bdev_flush(hb->inner);
+	if (err)
+		return err;
+	hb->released = true;
+	return 0;
+}
+
+int tlog_bdev_wipe_super(struct tlog_bdev *bdev)
+{
+	static const u8 zeros[BTRFS_SUPER_INFO_SIZE];
+	int err;
+
+	if (bdev->ops == &hold_bdev_ops && !hold_of(bdev)->released)
+		bdev = hold_of(bdev)->inner;
+	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX; i++) {
+		u64 off = btrfs_sb_offset(i);
+		size_t len = BTRFS_SUPER_INFO_SIZE;
+
+		if (off >= bdev->size)
+			break;
+		if (bdev->size - off < len)
+			len = bdev->size - off;
+		err = tlog_bdev_write(bdev, zeros, len, off);
+		if (err)
+			return err;
+	}
+	return tlog_bdev_flush(bdev);
 }

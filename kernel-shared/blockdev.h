@@ -22,6 +22,8 @@ struct tlog_bdev_ops {
 	int (*flush)(struct tlog_bdev *bdev);
 	/* Hint that [offset, offset + len) will be read soon; may do nothing. */
 	void (*readahead)(struct tlog_bdev *bdev, u64 offset, u64 len);
+	/* tlog_bdev_clone_from(); optional (NULL: -EOPNOTSUPP). */
+	int (*clone_from)(struct tlog_bdev *bdev, int src_fd, u64 src_off, u64 len, u64 offset);
 	void (*close)(struct tlog_bdev *bdev);
 };
 
@@ -94,25 +96,42 @@ size_t tlog_bdev_cow_pages(struct tlog_bdev *bdev);
 
 /*
  * Superblocks held back, so that a filesystem being built is never seen
- * half made (mkfs --rootdir): writes to the superblock copies' places are
- * kept in memory (reads there see them) and everything else passes to
- * @inner (which the wrapper then owns and closes).
- * tlog_bdev_release_super() flushes @inner, writes the held copies
- * through and flushes again; closing the wrapper without it writes none.
+ * half made (mkfs --rootdir): the bytes of a write that fall in the
+ * BTRFS_SUPER_INFO_SIZE bytes of a superblock copy (btrfs_sb_offset(),
+ * the copies that start inside the device) are kept in memory, and reads
+ * there see them; everything else passes to @inner (which the wrapper
+ * then owns and closes).  tlog_bdev_release_super() flushes @inner,
+ * writes the held copies through and flushes again, so that no
+ * superblock reaches the device before the blocks it points to; from
+ * then on the wrapper holds nothing back.  A mirror that the held
+ * primary puts past the end of its device (dev_item total_bytes: the
+ * filesystem was shrunk after the mirror was written) is not written:
+ * it is stale, and a file target may already be cut shorter.  Closing the wrapper before
+ * that writes no superblock.  Releasing a device that is not such a
+ * wrapper is -EINVAL.
  */
 int tlog_bdev_wrap_hold_super(struct tlog_bdev *inner, struct tlog_bdev **ret);
 int tlog_bdev_release_super(struct tlog_bdev *bdev);
 /*
- * Zero every superblock copy that lies inside @bdev and flush: what was
- * on the target no longer looks like a btrfs while the new one is made.
+ * Zero every superblock copy that starts inside @bdev (a copy cut by the
+ * end of the device: what of it is inside) and flush: what was on the
+ * target no longer looks like a btrfs while the new one is made.  On the
+ * hold wrapper the device below is wiped (zeros held back would wipe
+ * nothing) and reads through the wrapper see zeros where no superblock
+ * is held yet.
  */
 int tlog_bdev_wipe_super(struct tlog_bdev *bdev);
 /*
  * Make [@offset, @offset + @len) of @bdev share the bytes of @src_fd at
  * @src_off (FICLONERANGE); @len, @offset and @src_off are multiples of
- * 4096.  Counts as one write (fault injection sees it).  -EOPNOTSUPP or
- * -EXDEV (nothing done, no error context) where the device cannot: not
- * a file, another filesystem, one without reflink.
+ * 4096.  Counts as one write (statistics; fault injection fails or drops
+ * it as a write).  -EOPNOTSUPP, with nothing done and no error context,
+ * where the device cannot: a memory or copy-on-write device, a block
+ * device, another filesystem than @src_fd's, one without reflink, or
+ * offsets it will not clone at (the ioctl's EOPNOTSUPP, EXDEV, EINVAL);
+ * the caller then writes the bytes.  The hold wrapper passes clones
+ * through, except one that touches a held superblock copy (-EOPNOTSUPP:
+ * written, it is held).
  */
 int tlog_bdev_clone_from(struct tlog_bdev *bdev, int src_fd, u64 src_off, u64 len, u64 offset);
 
