@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "blockdev.h"
 #include "csum.h"
@@ -31,23 +32,35 @@ static int csum_root(struct tlog_trans *trans, struct btrfs_root **ret)
 	return btrfs_read_root(trans->fs, BTRFS_CSUM_TREE_OBJECTID, ret);
 }
 
+/*
+ * The first piece of [bytenr, bytenr + len) that lies in one chunk, in
+ * *@piece, and where each copy of it is on the device; returns how many
+ * copies there are.
+ */
+static int map_data_piece(struct tlog_fs *fs, u64 bytenr, u64 len, u64 *physical, u64 *piece)
+{
+	const struct map_lookup *m = chunk_map_find(&fs->chunks, bytenr);
+
+	*piece = len;
+	if (m && m->logical + m->length - bytenr < *piece)
+		*piece = m->logical + m->length - bytenr;
+	return btrfs_map_block(fs, bytenr, *piece, physical, TLOG_MAX_STRIPES);
+}
+
 int btrfs_write_data(struct tlog_trans *trans, u64 bytenr, const void *buf, size_t len)
 {
 	struct tlog_fs *fs = trans->fs;
 	const u8 *p = buf;
 
 	while (len) {
-		const struct map_lookup *m = chunk_map_find(&fs->chunks, bytenr);
-		u64 physical[TLOG_MAX_STRIPES], piece = len;
-		int copies, err;
+		u64 physical[TLOG_MAX_STRIPES], piece;
+		int copies = map_data_piece(fs, bytenr, len, physical, &piece);
 
-		if (m && m->logical + m->length - bytenr < piece)
-			piece = m->logical + m->length - bytenr;
-		copies = btrfs_map_block(fs, bytenr, piece, physical, TLOG_MAX_STRIPES);
 		if (copies < 0)
 			return copies;
 		for (int i = 0; i < copies; i++) {
-			err = tlog_bdev_write(fs->bdev, p, piece, physical[i]);
+			int err = tlog_bdev_write(fs->bdev, p, piece, physical[i]);
+
 			if (err)
 				return err;
 		}
@@ -55,6 +68,111 @@ int btrfs_write_data(struct tlog_trans *trans, u64 bytenr, const void *buf, size
 		bytenr += piece;
 		len -= piece;
 	}
+	return 0;
+}
+
+#define CLONE_ALIGN	4096ULL
+
+/* Where the 4 KiB blocks of a piece start and how many bytes they cover. */
+struct clone_span {
+	u64 head;		/* bytes before the first whole block, written */
+	u64 len;		/* bytes cloned; 0 when nothing can be */
+};
+
+/*
+ * The whole blocks of a piece of @len bytes whose source is at @src_off,
+ * in a source of @src_size bytes: a clone needs the source and every copy
+ * aligned alike, else the piece is written whole; and it stops at the
+ * last whole block of the source (the zeros that pad an extent past the
+ * end of the file are not the source's, and a clone may not reach past
+ * its end).
+ */
+static struct clone_span clone_span_of(u64 src_off, u64 len, u64 src_size, const u64 *physical,
+				       int copies)
+{
+	struct clone_span span = { .head = (CLONE_ALIGN - src_off % CLONE_ALIGN) % CLONE_ALIGN };
+
+	if (src_off < src_size && src_size - src_off < len)
+		len = src_size - src_off;
+	if (src_off >= src_size || span.head >= len)
+		return (struct clone_span){ 0, 0 };
+	for (int i = 0; i < copies; i++)
+		if ((physical[i] + span.head) % CLONE_ALIGN)
+			return (struct clone_span){ 0, 0 };
+	span.len = (len - span.head) / CLONE_ALIGN * CLONE_ALIGN;
+	return span;
+}
+
+/*
+ * One copy of a piece: the head and tail written, the blocks between
+ * cloned (or written where the device cannot clone, which *@can_clone
+ * then remembers, so that later pieces do not ask again).
+ */
+static int clone_copy(struct tlog_fs *fs, u64 physical, int src_fd, u64 src_off, const u8 *p,
+		      u64 len, struct clone_span span, bool *can_clone, bool *cloned)
+{
+	u64 tail = span.head + span.len;
+	int err = 0;
+
+	*cloned = false;
+	if (span.head)
+		err = tlog_bdev_write(fs->bdev, p, span.head, physical);
+	if (!err && span.len && *can_clone) {
+		err = tlog_bdev_clone_from(fs->bdev, src_fd, src_off + span.head, span.len,
+					   physical + span.head);
+		if (err == -EOPNOTSUPP)
+			*can_clone = false;
+		else if (!err)
+			*cloned = true;
+	}
+	if ((!err || err == -EOPNOTSUPP) && span.len && !*cloned)
+		err = tlog_bdev_write(fs->bdev, p + span.head, span.len, physical + span.head);
+	if (!err && tail < len)
+		err = tlog_bdev_write(fs->bdev, p + tail, len - tail, physical + tail);
+	return err;
+}
+
+int btrfs_clone_data(struct tlog_trans *trans, u64 bytenr, int src_fd, u64 src_off,
+		     const void *buf, size_t len, u64 *cloned)
+{
+	struct tlog_fs *fs = trans->fs;
+	bool can_clone = src_fd >= 0;
+	const u8 *p = buf;
+	struct stat st = { 0 };
+	u64 done = 0;
+
+	if (can_clone && (fstat(src_fd, &st) < 0 || !S_ISREG(st.st_mode)))
+		can_clone = false;
+
+	while (len) {
+		u64 physical[TLOG_MAX_STRIPES], piece;
+		int copies = map_data_piece(fs, bytenr, len, physical, &piece);
+		struct clone_span span;
+		bool all_cloned = copies > 0;
+
+		if (copies < 0)
+			return copies;
+		span = (struct clone_span){ 0, 0 };
+		if (can_clone)
+			span = clone_span_of(src_off, piece, (u64)st.st_size, physical, copies);
+		for (int i = 0; i < copies; i++) {
+			bool this_cloned;
+			int err = clone_copy(fs, physical[i], src_fd, src_off, p, piece, span,
+					     &can_clone, &this_cloned);
+
+			if (err)
+				return err;
+			all_cloned &= this_cloned;
+		}
+		if (all_cloned)
+			done += span.len;
+		p += piece;
+		bytenr += piece;
+		src_off += piece;
+		len -= piece;
+	}
+	if (cloned)
+		*cloned = done;
 	return 0;
 }
 

@@ -10,10 +10,14 @@
 int btrfs_write_data(struct tlog_trans *trans, u64 bytenr, const void *buf, size_t len);
 /*
  * btrfs_write_data() for data that is also the bytes of @src_fd at
- * @src_off (mkfs --reflink): the whole 4 KiB blocks of every copy are
- * cloned from @src_fd where the device can (tlog_bdev_clone_from), the
- * rest written from @buf.  *@cloned gets the bytes cloned (per logical
- * byte, not per copy).
+ * @src_off (mkfs --reflink): in each copy, the whole 4 KiB blocks are
+ * cloned from @src_fd where the device can (tlog_bdev_clone_from) and the
+ * source and the copy are aligned alike, up to the source's last whole
+ * block; the rest (the zeros padding the last sector past the source's
+ * end included), and everything where the device cannot clone, is
+ * written from @buf, which holds all @len bytes.  *@cloned (may be
+ * NULL) gets the logical bytes cloned in every copy (counted once, not
+ * per copy).
  */
 int btrfs_clone_data(struct tlog_trans *trans, u64 bytenr, int src_fd, u64 src_off,
 		     const void *buf, size_t len, u64 *cloned);
