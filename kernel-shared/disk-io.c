@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uuid/uuid.h>
 
 #include "blockdev.h"
 #include "csum.h"
@@ -17,6 +18,7 @@
 #include "extent-io.h"
 #include "super.h"
 #include "misc.h"
+#include "mkfs.h"
 #include "transaction.h"
 #include "tree-log.h"
 #include "errctx.h"
@@ -47,6 +49,25 @@ int tlog_fs_create_memory(u32 nodesize, u32 sectorsize, u16 csum_type, struct tl
 	fs->cache.max_cached = SIZE_MAX;
 	*ret = fs;
 	return 0;
+}
+
+/*
+ * UUIDs the library gives new things (subvolumes, snapshots): random, as
+ * the kernel's, unless a reproducible build fixed a seed; the name of the
+ * thing then makes each one its own.
+ */
+void tlog_fs_set_uuid_seed(struct tlog_fs *fs, const u8 *seed)
+{
+	memcpy(fs->uuid_seed, seed, BTRFS_UUID_SIZE);
+	fs->uuid_seeded = true;
+}
+
+void tlog_fs_new_uuid(struct tlog_fs *fs, const char *what, u64 id, u8 *out)
+{
+	if (fs->uuid_seeded)
+		tlog_derive_uuid(fs->uuid_seed, what, id, out);
+	else
+		uuid_generate(out);
 }
 
 /* ---- open / close ---- */

@@ -15,6 +15,7 @@
  * the format reference (the checklist) and 12.1 (the write order).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1156,6 +1157,37 @@ static int write_filesystem(struct tlog_bdev *bdev, struct mk_ctx *c)
 
 /* ---- entry point ---- */
 
+/*
+ * A name-based (version 5) UUID: SHA-1 of the seed as namespace and a
+ * name that says what the UUID is for, so that one seed (the fsid of a
+ * reproducible build) gives every UUID of the image, each its own.
+ */
+void tlog_derive_uuid(const u8 *seed, const char *what, u64 id, u8 *out)
+{
+	char name[128];
+	int len = snprintf(name, sizeof(name), "%s:%llu", what, (unsigned long long)id);
+
+	if (len < 0)
+		len = 0;
+	if ((size_t)len >= sizeof(name))
+		len = sizeof(name) - 1;
+	uuid_generate_sha1(out, seed, name, (size_t)len);
+}
+
+/* The device, chunk tree and fs tree UUIDs: random, or derived from the fsid. */
+static void make_uuids(struct mk_ctx *c, const struct tlog_mkfs_cfg *cfg)
+{
+	if (!cfg->derive_uuids) {
+		uuid_generate(c->dev_uuid);
+		uuid_generate(c->chunk_uuid);
+		uuid_generate(c->fs_uuid);
+		return;
+	}
+	tlog_derive_uuid(c->fsid, "device", 1, c->dev_uuid);
+	tlog_derive_uuid(c->fsid, "chunk-tree", BTRFS_CHUNK_TREE_OBJECTID, c->chunk_uuid);
+	tlog_derive_uuid(c->fsid, "subvol", BTRFS_FS_TREE_OBJECTID, c->fs_uuid);
+}
+
 static void init_ctx(struct mk_ctx *c, const struct tlog_mkfs_cfg *cfg, u64 total)
 {
 	struct timespec ts;
@@ -1170,12 +1202,15 @@ static void init_ctx(struct mk_ctx *c, const struct tlog_mkfs_cfg *cfg, u64 tota
 		memcpy(c->fsid, cfg->fsid, BTRFS_FSID_SIZE);
 	else
 		uuid_generate(c->fsid);
-	uuid_generate(c->dev_uuid);
-	uuid_generate(c->chunk_uuid);
-	uuid_generate(c->fs_uuid);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	btrfs_set_timespec_sec(&c->now, ts.tv_sec);
-	btrfs_set_timespec_nsec(&c->now, ts.tv_nsec);
+	make_uuids(c, cfg);
+	if (cfg->time_set) {
+		ts.tv_sec = (time_t)cfg->time_sec;
+		ts.tv_nsec = 0;
+	} else {
+		clock_gettime(CLOCK_REALTIME, &ts);
+	}
+	btrfs_set_timespec_sec(&c->now, (u64)ts.tv_sec);
+	btrfs_set_timespec_nsec(&c->now, (u32)ts.tv_nsec);
 	plan_layout(cfg, total, c->chunks);
 	for (int i = 0; i < 3; i++)
 		c->dev_bytes_used += c->chunks[i].length * c->chunks[i].num_stripes;

@@ -28,9 +28,12 @@ struct tlog_mkfs_cfg {
 	char label[BTRFS_LABEL_SIZE];
 	/*
 	 * Reproducible images: @time_set gives the filesystem's own times
-	 * (root directory, root items) as @time_sec (SOURCE_DATE_EPOCH);
-	 * @derive_uuids (with @fsid_set) makes the device, chunk tree and
-	 * fs tree UUIDs from the fsid (tlog_derive_uuid) instead of random.
+	 * (root directory, root items) as @time_sec (SOURCE_DATE_EPOCH),
+	 * nanoseconds 0; @derive_uuids makes the device, chunk tree and fs
+	 * tree UUIDs from the fsid (tlog_derive_uuid: "device" 1,
+	 * "chunk-tree" 3, "subvol" 5) instead of random - reproducible with
+	 * @fsid_set.  A writer that goes on (subvolumes) seeds its UUIDs
+	 * from the fsid too: tlog_fs_set_uuid_seed().
 	 */
 	bool time_set;
 	u64 time_sec;

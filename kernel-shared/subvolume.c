@@ -87,7 +87,7 @@ static void init_root_item(struct tlog_mount *mnt, struct btrfs_root *root)
 	btrfs_set_root_item_root_dirid(ri, BTRFS_FIRST_FREE_OBJECTID);
 	btrfs_set_root_item_ctransid(ri, transid);
 	btrfs_set_root_item_otransid(ri, transid);
-	uuid_generate(ri->uuid);
+	tlog_fs_new_uuid(mnt->fs, "subvol", root->root_key.objectid, ri->uuid);
 	ri->otime = ri->ctime = mnt->now;
 }
 
@@ -231,7 +231,7 @@ static void init_snapshot_item(struct tlog_mount *mnt, const struct btrfs_root *
 	btrfs_set_root_item_refs(ri, 1);
 	btrfs_set_root_item_flags(ri, 0);
 	memcpy(ri->parent_uuid, src->root_item.uuid, BTRFS_UUID_SIZE);
-	uuid_generate(ri->uuid);
+	tlog_fs_new_uuid(mnt->fs, "snapshot", snap->root_key.objectid, ri->uuid);
 	memset(ri->received_uuid, 0, sizeof(ri->received_uuid));
 	memset(&ri->stime, 0, sizeof(ri->stime));
 	memset(&ri->rtime, 0, sizeof(ri->rtime));
