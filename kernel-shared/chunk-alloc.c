@@ -5,15 +5,17 @@
  * device takes the stripes; the chunk tree gets the CHUNK_ITEM and the
  * DEV_ITEM's new bytes_used, the device tree the DEV_EXTENTs, the block
  * group tree (or extent tree) the BLOCK_GROUP_ITEM, the free space tree an
- * all-free group.  A SYSTEM chunk
- * also goes into the superblock's sys_chunk_array, which is how a mount
- * finds the chunk tree.
+ * all-free group.  A SYSTEM chunk also goes into the superblock's
+ * sys_chunk_array, which is how a mount finds the chunk tree.  The same
+ * steps run in reverse cut the free tail of the device's last chunk when
+ * mkfs --shrink makes the image just big enough.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "block-group.h"
 #include "errctx.h"
+#include "free-space-tree.h"
 #include "root-tree.h"
 #include "tree-checker.h"
 #include "transaction.h"
@@ -199,17 +201,16 @@ static int insert_dev_extents(struct tlog_trans *trans, u64 logical, u64 len, in
 	return err;
 }
 
-/* The device's bytes_used grows, in the chunk tree and the superblock's copy. */
-static int update_dev_item(struct tlog_trans *trans, u64 added)
+/* The superblock's copy of the device item, written to the chunk tree's DEV_ITEM. */
+static int write_dev_item(struct tlog_trans *trans)
 {
 	struct tlog_fs *fs = trans->fs;
-	struct btrfs_dev_item *sdi = &fs->super.dev_item;
+	const struct btrfs_dev_item *sdi = &fs->super.dev_item;
 	struct btrfs_key key = { BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY,
 				 btrfs_dev_item_devid(sdi) };
 	struct btrfs_path path;
 	int ret;
 
-	btrfs_set_dev_item_bytes_used(sdi, btrfs_dev_item_bytes_used(sdi) + added);
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot_for_write(trans, fs->chunk_root, &key, &path, 0);
 	if (ret > 0)
@@ -219,6 +220,15 @@ static int update_dev_item(struct tlog_trans *trans, u64 added)
 		memcpy(btrfs_item_ptr(path.nodes[0], path.slots[0]), sdi, sizeof(*sdi));
 	btrfs_release_path(&path);
 	return ret;
+}
+
+/* The device's bytes_used changes, in the chunk tree and the superblock's copy. */
+static int update_dev_item(struct tlog_trans *trans, s64 delta)
+{
+	struct btrfs_dev_item *sdi = &trans->fs->super.dev_item;
+
+	btrfs_set_dev_item_bytes_used(sdi, btrfs_dev_item_bytes_used(sdi) + delta);
+	return write_dev_item(trans);
 }
 
 static int insert_block_group(struct tlog_trans *trans, u64 logical, u64 len, u64 flags)
@@ -293,12 +303,361 @@ int btrfs_alloc_chunk(struct tlog_trans *trans, struct tlog_block_groups *bgs, u
 	if (!err)
 		err = insert_dev_extents(trans, logical, len, stripes, physical);
 	if (!err)
-		err = update_dev_item(trans, len * stripes);
+		err = update_dev_item(trans, (s64)(len * stripes));
 	if (!err)
 		err = btrfs_add_block_group(fs, bgs, logical, len, flags);
 	if (!err)
 		err = insert_block_group(trans, logical, len, flags);
 	if (!err)
 		err = insert_free_space(trans, logical, len);
+	return err;
+}
+
+/*
+ * ---- the device shrunk to its content (mkfs --shrink) ----
+ *
+ * btrfs_alloc_chunk in reverse, for the free tail of the device's last
+ * chunk: the chunk, its device extents, its block group and its free
+ * space lose the tail, in the trees and in memory, and the device ends
+ * where its last extent now does.  The tail is taken out of the
+ * transaction's free space first, so nothing the cut itself writes can
+ * land in it; being free in memory, it is free in the free space tree
+ * too (nothing in it was allocated or freed in this transaction).
+ * SYSTEM chunks are never cut: the superblock's sys_chunk_array holds a
+ * copy of them.
+ */
+
+struct dev_extent_pos {
+	u64 physical;
+	u64 length;
+	u64 chunk_offset;
+};
+
+/* The device extent at the highest offset: where the device's used space ends. */
+static int last_dev_extent(struct tlog_fs *fs, struct dev_extent_pos *pos)
+{
+	u64 devid = btrfs_dev_item_devid(&fs->super.dev_item);
+	struct btrfs_key key = { devid, BTRFS_DEV_EXTENT_KEY, (u64)-1 };
+	const struct btrfs_dev_extent *de;
+	struct btrfs_root *dev_root;
+	struct btrfs_path path;
+	char note[256];
+	int ret;
+
+	ret = btrfs_read_root(fs, BTRFS_DEV_TREE_OBJECTID, &dev_root);
+	if (ret)
+		return ret;
+	btrfs_init_path(&path);
+	ret = btrfs_search_backwards(dev_root, &key, &path);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "device %llu has no device extents",
+				 (unsigned long long)devid);
+	if (ret == 0) {
+		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+		de = btrfs_fixed_item_at(path.nodes[0], path.slots[0], &key, note, sizeof(note));
+		if (!de) {
+			ret = tlog_error(-EUCLEAN, "device extent at %llu: %s",
+					 (unsigned long long)key.offset, note);
+		} else {
+			pos->physical = key.offset;
+			pos->length = btrfs_dev_extent_length(de);
+			pos->chunk_offset = btrfs_dev_extent_chunk_offset(de);
+		}
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+/* The chunk map entry of the chunk at @logical, to change; NULL when there is none. */
+static struct map_lookup *chunk_map_entry(struct tlog_fs *fs, u64 logical)
+{
+	for (size_t i = 0; i < fs->chunks.nr; i++)
+		if (fs->chunks.maps[i].logical == logical)
+			return &fs->chunks.maps[i];
+	return NULL;
+}
+
+/*
+ * The length @bg keeps: up to the start of its last free range when that
+ * reaches the group's end, rounded up to 1 MiB (the granularity chunks
+ * are allocated in) and never below it.  A superblock stripe inside the
+ * group is not free space: a tail behind one is not cut.
+ */
+static u64 kept_length(const struct tlog_block_group *bg)
+{
+	u64 end = bg->start + bg->length, used_end = end, keep;
+
+	if (bg->nr_free) {
+		const struct free_range *last = &bg->free[bg->nr_free - 1];
+
+		if (last->start + last->len == end)
+			used_end = last->start;
+	}
+	keep = (used_end - bg->start + SZ_1M - 1) / SZ_1M * SZ_1M;
+	if (keep < SZ_1M)
+		keep = SZ_1M;
+	return keep < bg->length ? keep : bg->length;
+}
+
+/* Copy the item at @key (at most @cap bytes) into @buf and delete it: it is to be re-keyed. */
+static int take_item(struct tlog_trans *trans, struct btrfs_root *root,
+		     const struct btrfs_key *key, void *buf, u32 cap, u32 *size)
+{
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, root, key, &path, -1);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "tree %llu has no item (%llu %u %llu)",
+				 (unsigned long long)root->root_key.objectid,
+				 (unsigned long long)key->objectid, key->type,
+				 (unsigned long long)key->offset);
+	if (ret == 0) {
+		*size = btrfs_item_size(path.nodes[0], path.slots[0]);
+		if (*size > cap)
+			ret = tlog_error(-EUCLEAN, "item (%llu %u %llu) has %u bytes, more than %u",
+					 (unsigned long long)key->objectid, key->type,
+					 (unsigned long long)key->offset, *size, cap);
+	}
+	if (ret == 0) {
+		memcpy(buf, btrfs_item_ptr(path.nodes[0], path.slots[0]), *size);
+		ret = btrfs_del_items(trans, root, &path, path.slots[0], 1);
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
+/* Give the item at @key the offset @offset (a length, in the keys that hold one). */
+static int rekey_item(struct tlog_trans *trans, struct btrfs_root *root,
+		      const struct btrfs_key *key, u64 offset)
+{
+	struct btrfs_key new_key = { key->objectid, key->type, offset };
+	u8 buf[256];
+	u32 size;
+	int err = take_item(trans, root, key, buf, sizeof(buf), &size);
+
+	return err ? err : btrfs_insert_item(trans, root, &new_key, buf, size);
+}
+
+/*
+ * A bitmap that reaches past the new end of its group becomes the last
+ * bitmap of a shorter group: fewer bits (those past the end are clear,
+ * the range being allocated now).
+ */
+static int cut_last_bitmap(struct tlog_trans *trans, struct btrfs_root *root, u64 bg_start,
+			   u64 new_end)
+{
+	u32 ss = trans->fs->sectorsize;
+	struct btrfs_key key = { new_end - 1, BTRFS_FREE_SPACE_BITMAP_KEY, (u64)-1 };
+	struct btrfs_path path;
+	u8 bits[256];
+	u32 size;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(root, &key, &path);
+	if (ret > 0)
+		ret = btrfs_prev_item(root, &path);
+	if (ret == 0)
+		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
+	btrfs_release_path(&path);
+	if (ret)
+		return ret < 0 ? ret : 0;
+	if (key.type != BTRFS_FREE_SPACE_BITMAP_KEY || key.objectid < bg_start ||
+	    key.objectid + key.offset <= new_end)
+		return 0;
+	ret = take_item(trans, root, &key, bits, sizeof(bits), &size);
+	if (ret)
+		return ret;
+	key.offset = new_end - key.objectid;
+	return btrfs_insert_item(trans, root, &key, bits, (u32)((key.offset / ss + 7) / 8));
+}
+
+/*
+ * The free space tree of the group @old loses [@new_end, its end): the
+ * range is taken as allocated (which keeps the INFO's count of free runs
+ * right, in either form), the bitmaps left behind it go, the one across
+ * the new end is shortened, and the INFO is re-keyed to the new length.
+ */
+static int cut_free_space(struct tlog_trans *trans, const struct tlog_block_group *old,
+			  u64 new_end)
+{
+	struct tlog_fs *fs = trans->fs;
+	u64 old_end = old->start + old->length;
+	struct btrfs_key min = { new_end, 0, 0 };
+	struct btrfs_key max = { old_end - 1, (u8)-1, (u64)-1 };
+	struct btrfs_key info = { old->start, BTRFS_FREE_SPACE_INFO_KEY, old->length };
+	struct btrfs_root *root;
+	int err;
+
+	if (!(fs->compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE))
+		return 0;
+	err = fst_remove_range(trans, old, new_end, old_end - new_end);
+	if (!err)
+		err = btrfs_read_root(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, &root);
+	if (!err)
+		err = btrfs_delete_items_range(trans, root, &min, &max, NULL);
+	if (!err)
+		err = cut_last_bitmap(trans, root, old->start, new_end);
+	if (!err)
+		err = rekey_item(trans, root, &info, new_end - old->start);
+	return err;
+}
+
+/* The BLOCK_GROUP_ITEM, whose key holds the length, re-keyed; its used count as in memory. */
+static int cut_block_group_item(struct tlog_trans *trans, const struct tlog_block_group *bg,
+				u64 old_len)
+{
+	struct tlog_fs *fs = trans->fs;
+	struct btrfs_key key = { bg->start, BTRFS_BLOCK_GROUP_ITEM_KEY, old_len };
+	struct btrfs_block_group_item bgi;
+	struct btrfs_root *root;
+	u32 size;
+	int err;
+
+	err = btrfs_read_root(fs, btrfs_block_group_root_id(fs), &root);
+	if (!err)
+		err = take_item(trans, root, &key, &bgi, sizeof(bgi), &size);
+	if (!err && size != sizeof(bgi))
+		err = tlog_error(-EUCLEAN, "block group item %llu has %u bytes",
+				 (unsigned long long)bg->start, size);
+	if (err)
+		return err;
+	btrfs_set_block_group_item_used(&bgi, bg->used);
+	key.offset = bg->length;
+	return btrfs_insert_item(trans, root, &key, &bgi, sizeof(bgi));
+}
+
+/* The CHUNK_ITEM's length and each stripe's DEV_EXTENT length. */
+static int cut_chunk_items(struct tlog_trans *trans, const struct map_lookup *m, u64 new_len)
+{
+	struct tlog_fs *fs = trans->fs;
+	struct btrfs_key key = { BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY,
+				 m->logical };
+	struct btrfs_root *dev_root;
+	struct btrfs_path path;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, fs->chunk_root, &key, &path, 0);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "the chunk tree has no chunk %llu",
+				 (unsigned long long)m->logical);
+	if (ret == 0)
+		btrfs_set_chunk_length(btrfs_item_ptr(path.nodes[0], path.slots[0]), new_len);
+	btrfs_release_path(&path);
+	if (!ret)
+		ret = btrfs_read_root(fs, BTRFS_DEV_TREE_OBJECTID, &dev_root);
+	for (int i = 0; !ret && i < m->num_stripes; i++) {
+		key = (struct btrfs_key){ m->stripes[i].devid, BTRFS_DEV_EXTENT_KEY,
+					  m->stripes[i].physical };
+		ret = btrfs_search_slot_for_write(trans, dev_root, &key, &path, 0);
+		if (ret > 0)
+			ret = tlog_error(-EUCLEAN, "device %llu has no extent at %llu",
+					 (unsigned long long)key.objectid,
+					 (unsigned long long)key.offset);
+		if (ret == 0)
+			btrfs_set_dev_extent_length(btrfs_item_ptr(path.nodes[0], path.slots[0]),
+						    new_len);
+		btrfs_release_path(&path);
+	}
+	return ret;
+}
+
+/*
+ * Cut the chunk at @logical (with its block group) to @new_len bytes.
+ * The group array and the chunk map may move while trees change (a new
+ * chunk), so both are looked up again after each step that can.
+ */
+static int cut_chunk(struct tlog_trans *trans, struct tlog_block_groups *bgs, u64 logical,
+		     u64 new_len)
+{
+	struct tlog_fs *fs = trans->fs;
+	struct tlog_block_group *bg = btrfs_lookup_block_group(bgs, logical);
+	struct tlog_block_group old = *bg;
+	u64 tail = old.length - new_len;
+	struct map_lookup *m;
+	int err;
+
+	err = btrfs_exclude_range(bgs, logical + new_len, tail);
+	if (!err)
+		err = cut_free_space(trans, &old, logical + new_len);
+	if (err)
+		return err;
+	bg = btrfs_lookup_block_group(bgs, logical);
+	bg->length = new_len;
+	err = cut_block_group_item(trans, bg, old.length);
+	m = chunk_map_entry(fs, logical);
+	if (!err)
+		err = cut_chunk_items(trans, m, new_len);
+	if (err)
+		return err;
+	m = chunk_map_entry(fs, logical);
+	m->length = new_len;
+	return update_dev_item(trans, -(s64)(tail * m->num_stripes));
+}
+
+/*
+ * Only chunks whose every stripe is the chunk's whole length (single,
+ * DUP) are cut, and only DATA and METADATA ones.
+ */
+static bool chunk_can_be_cut(const struct map_lookup *m)
+{
+	u64 profile = m->type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+
+	if (m->type & BTRFS_BLOCK_GROUP_SYSTEM)
+		return false;
+	return profile == 0 || profile == BTRFS_BLOCK_GROUP_DUP;
+}
+
+/* The device ends at @size: the superblock, its device item and the chunk tree's. */
+static int set_device_size(struct tlog_trans *trans, u64 size)
+{
+	struct btrfs_super_block *sb = &trans->fs->super;
+
+	btrfs_set_super_block_total_bytes(sb, size);
+	btrfs_set_dev_item_total_bytes(&sb->dev_item, size);
+	return write_dev_item(trans);
+}
+
+int btrfs_shrink_to_fit(struct tlog_trans *trans, u64 *new_size)
+{
+	struct tlog_fs *fs = trans->fs;
+	struct tlog_block_groups *bgs = tlog_trans_block_groups(trans);
+	struct dev_extent_pos last;
+	const struct map_lookup *m;
+	int err;
+
+	if (!bgs)
+		return tlog_error(-EINVAL, "shrinking needs a transaction on an image");
+	if (btrfs_super_block_num_devices(&fs->super) != 1)
+		return tlog_error(-EOPNOTSUPP, "only a filesystem of one device can be shrunk");
+	err = last_dev_extent(fs, &last);
+	if (err)
+		return err;
+	m = chunk_map_find(&fs->chunks, last.chunk_offset);
+	if (!m || m->logical != last.chunk_offset)
+		return tlog_error(-EUCLEAN, "device extent at %llu belongs to no chunk (%llu)",
+				  (unsigned long long)last.physical,
+				  (unsigned long long)last.chunk_offset);
+	if (chunk_can_be_cut(m)) {
+		const struct tlog_block_group *bg = btrfs_lookup_block_group(bgs, m->logical);
+		u64 keep;
+
+		if (!bg || bg->start != m->logical || bg->length != m->length)
+			return tlog_error(-EUCLEAN, "chunk %llu has no block group of its size",
+					  (unsigned long long)m->logical);
+		keep = kept_length(bg);
+		if (keep < bg->length)
+			err = cut_chunk(trans, bgs, m->logical, keep);
+		if (!err)
+			err = last_dev_extent(fs, &last);
+		if (err)
+			return err;
+	}
+	err = set_device_size(trans, last.physical + last.length);
+	if (!err)
+		*new_size = last.physical + last.length;
 	return err;
 }

@@ -351,6 +351,11 @@ int tlog_trans_start(struct tlog_fs *fs, struct tlog_trans **ret)
 	return tlog_trans_start_flags(fs, 0, ret);
 }
 
+struct tlog_block_groups *tlog_trans_block_groups(struct tlog_trans *trans)
+{
+	return trans->ops == &image_trans_ops ? &state_of(trans)->bgs : NULL;
+}
+
 int tlog_trans_pin(struct tlog_trans *trans, u64 bytenr, u64 len)
 {
 	return btrfs_exclude_range(&state_of(trans)->bgs, bytenr, len);

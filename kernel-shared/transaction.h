@@ -64,6 +64,12 @@ int tlog_trans_start(struct tlog_fs *fs, struct tlog_trans **ret);
  */
 #define TLOG_TRANS_IN_MEMORY	(1U << 1)
 int tlog_trans_start_flags(struct tlog_fs *fs, unsigned int flags, struct tlog_trans **ret);
+/*
+ * The block groups an image transaction allocates from (the chunk code
+ * grows and cuts them); NULL for a transaction of another allocator.
+ */
+struct tlog_block_groups;
+struct tlog_block_groups *tlog_trans_block_groups(struct tlog_trans *trans);
 /* Keep [bytenr, bytenr + len) out of this transaction's allocations (log blocks). */
 int tlog_trans_pin(struct tlog_trans *trans, u64 bytenr, u64 len);
 /*
