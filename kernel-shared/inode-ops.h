@@ -383,6 +383,13 @@ int tlog_rename_subvol(struct tlog_mount *mnt, struct tlog_inode *odir, const ch
  */
 int tlog_create_snapshot(struct tlog_mount *mnt, struct tlog_inode *src, struct tlog_inode *dir,
 			 const char *name, u16 len);
+/* `btrfs property set ro true`: BTRFS_ROOT_SUBVOL_RDONLY in @root's root item. */
+int tlog_subvol_set_readonly(struct tlog_mount *mnt, struct btrfs_root *root);
+/*
+ * BTRFS_IOC_DEFAULT_SUBVOL: the root tree's "default" entry names subvolume
+ * @subvol_id, and INCOMPAT_DEFAULT_SUBVOL is set.
+ */
+int tlog_set_default_subvol(struct tlog_mount *mnt, u64 subvol_id);
 
 /* ---- attributes and xattrs (inode-ops.c) ---- */
 

@@ -18,6 +18,7 @@
 #include <uuid/uuid.h>
 
 #include "backref.h"
+#include "csum.h"
 #include "dir-item.h"
 #include "errctx.h"
 #include "inode-ops.h"
@@ -446,4 +447,72 @@ int tlog_rename_subvol(struct tlog_mount *mnt, struct tlog_inode *odir, const ch
 		tlog_inode_mark_dirty(mnt, subvol);
 	}
 	return err;
+}
+
+/* ---- read-only and default subvolumes (mkfs --subvol ro:, default:) ---- */
+
+/*
+ * `btrfs property set ro true` (BTRFS_IOC_SUBVOL_SETFLAGS): the flag in
+ * the root item, nothing else; the kernel commits, our caller does when
+ * it is done.
+ */
+int tlog_subvol_set_readonly(struct tlog_mount *mnt, struct btrfs_root *root)
+{
+	u64 flags = btrfs_root_item_flags(&root->root_item);
+	int err;
+
+	if (flags & BTRFS_ROOT_SUBVOL_RDONLY)
+		return 0;
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (err)
+		return err;
+	btrfs_set_root_item_flags(&root->root_item, flags | BTRFS_ROOT_SUBVOL_RDONLY);
+	return write_root_item(mnt->trans, root);
+}
+
+/*
+ * BTRFS_IOC_DEFAULT_SUBVOL: the "default" entry of the root tree
+ * directory points at the subvolume's ROOT_ITEM (offset 0, as the root
+ * key the kernel holds for a subvolume), and the filesystem says it has
+ * a default other than the top level (INCOMPAT_DEFAULT_SUBVOL).
+ */
+int tlog_set_default_subvol(struct tlog_mount *mnt, u64 subvol_id)
+{
+	static const char name[] = "default";
+	struct tlog_fs *fs = mnt->fs;
+	u64 dirid = btrfs_super_block_root_dir_objectid(&fs->super);
+	struct btrfs_key key = { dirid, BTRFS_DIR_ITEM_KEY, btrfs_name_hash(name, 7) };
+	struct btrfs_key loc = { subvol_id, BTRFS_ROOT_ITEM_KEY, 0 };
+	struct tlog_dir_entry de;
+	struct btrfs_path path;
+	u32 off;
+	int err;
+
+	if (subvol_id != BTRFS_FS_TREE_OBJECTID &&
+	    (subvol_id < BTRFS_FIRST_FREE_OBJECTID || subvol_id > BTRFS_LAST_FREE_OBJECTID))
+		return tlog_error(-EINVAL, "%llu is not a subvolume id",
+				  (unsigned long long)subvol_id);
+	err = tlog_mount_trans(mnt, &mnt->trans);
+	if (err)
+		return err;
+	btrfs_init_path(&path);
+	err = btrfs_search_slot_for_write(mnt->trans, fs->tree_root, &key, &path, 0);
+	if (err > 0)
+		err = -ENOENT;
+	if (!err)
+		err = btrfs_find_name_in_dir_item(path.nodes[0], path.slots[0], name, 7, &de, &off);
+	if (!err) {
+		u8 *item = btrfs_item_ptr(path.nodes[0], path.slots[0]);
+		struct btrfs_dir_item *di = (struct btrfs_dir_item *)(item + off);
+
+		btrfs_cpu_key_to_disk(&di->location, &loc);
+	}
+	btrfs_release_path(&path);
+	if (err == -ENOENT)
+		return tlog_error(-EUCLEAN, "the root tree has no \"default\" entry");
+	if (err)
+		return err;
+	fs->incompat |= BTRFS_FEATURE_INCOMPAT_DEFAULT_SUBVOL;
+	btrfs_set_super_block_incompat_flags(&fs->super, fs->incompat);
+	return 0;
 }
