@@ -428,8 +428,16 @@ static int write_range_data(struct tlog_mount *mnt, struct tlog_inode *inode, u6
 		u64 n = end - off < WRITE_CHUNK ? end - off : WRITE_CHUNK;
 
 		err = fill_chunk(mnt, inode, buf, off, n);
-		if (!err)
+		if (!err && mnt->clone_inode == inode && mnt->clone_fd >= 0) {
+			/* mkfs --reflink: the same bytes are the source file's at @off */
+			u64 cloned = 0;
+
+			err = btrfs_clone_data(mnt->trans, bytenr + (off - start), mnt->clone_fd,
+					       off, buf, n, &cloned);
+			mnt->cloned_bytes += cloned;
+		} else if (!err) {
 			err = btrfs_write_data(mnt->trans, bytenr + (off - start), buf, n);
+		}
 		if (!err && sums)
 			err = btrfs_insert_data_csums(mnt->trans, bytenr + (off - start), buf, n);
 	}
