@@ -34,4 +34,7 @@ static inline uint64_t div_round_up(uint64_t v, uint64_t div)
 
 #define IS_ALIGNED(v, align)	((v) % (align) == 0)
 
+/* The number of elements of array @a (an array, not a pointer). */
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
+
 #endif

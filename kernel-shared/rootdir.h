@@ -129,11 +129,24 @@ struct tlog_source {
  */
 int tlog_source_open_dir(const char *path, struct tlog_source **ret);
 /*
+ * What copying directory @path takes, for sizing a new target: its
+ * allocated data (st_blocks) and 4 KiB of metadata per entry.  A walk
+ * with lstat only.
+ */
+int tlog_source_estimate_dir(const char *path, u64 *bytes);
+/*
  * An archive in any format and compression libarchive reads; @path "-"
  * reads standard input.  Owners, modes, device numbers, xattrs, ACLs
  * (converted to system.posix_acl_*) and sparse maps come from the archive.
  */
 int tlog_source_open_archive(const char *path, struct tlog_source **ret);
+/*
+ * @in as a path of struct tlog_src_entry: leading "/" and "./", trailing
+ * and doubled slashes and "." components dropped ("", "." and "/" are the
+ * root, ""). A ".." component is -EINVAL (an archive must not reach out
+ * of the tree).  *@out is allocated; -ENOMEM.
+ */
+int tlog_rootdir_path_normalize(const char *in, char **out);
 /* A directory or an archive, by what @path is ("-": an archive on standard input). */
 int tlog_source_open(const char *path, struct tlog_source **ret);
 void tlog_source_close(struct tlog_source *src);
@@ -147,13 +160,26 @@ enum tlog_subvol_type {
 	TLOG_SUBVOL_DEFAULT_RO,
 };
 
-/* SUBDIR of the source made a subvolume instead of a directory. */
+/*
+ * SUBDIR of the source made a subvolume instead of a directory (also when
+ * it is made implicitly, as the parent of an archive entry listed before
+ * it); its root directory takes the entry's metadata.  A path that never
+ * comes from the source is an error; at most one default.  ro and default
+ * are applied once everything is copied.
+ */
 struct tlog_rootdir_subvol {
 	const char *path;		/* as tlog_src_entry.path: relative, no slashes at the ends */
 	enum tlog_subvol_type type;
 };
 
-/* Inode flags for one path (and, for a directory, what is created in it, as the kernel inherits them). */
+/*
+ * Inode flags for one path, set right after it is made, before its data
+ * (FS_IOC_SETFLAGS: NODATACOW brings NODATASUM on a regular file).  What
+ * is made in a directory inherits as the kernel's btrfs_inherit_iflags
+ * does: NODATACOW (and for regular files NODATASUM with it); NODATASUM of
+ * a directory stays its own, as in mkfs.btrfs.  A path that never comes
+ * from the source is an error.
+ */
 struct tlog_rootdir_iflags {
 	const char *path;
 	u64 flags;			/* BTRFS_INODE_NODATACOW and/or BTRFS_INODE_NODATASUM */
@@ -161,7 +187,10 @@ struct tlog_rootdir_iflags {
 
 struct tlog_rootdir_stats {
 	u64 entries;			/* source entries handled */
-	u64 files, dirs, symlinks, specials, hardlinks, subvols;
+	/* inodes made for entries (directories made implicitly aside) */
+	u64 files, dirs, symlinks, specials;
+	u64 hardlinks;			/* names linked to an inode made before */
+	u64 subvols;
 	u64 xattrs;
 	u64 data_bytes;			/* bytes of data read from the source */
 	u64 hole_bytes;			/* bytes of regular files left as holes */
@@ -194,6 +223,12 @@ struct tlog_rootdir_opts {
  * Copy every entry of @src into the top-level subvolume of the mounted
  * filesystem @mnt, committing as it goes (and at the end: on success
  * everything is committed).  @stats (may be NULL) is filled as it goes.
+ * Inode numbers follow the entries' order.  Times the source does not give
+ * (directories made implicitly, the top level without a root entry, root
+ * items) are the mount's clock: set it (tlog_mount_set_fixed_time) for a
+ * reproducible image.  A hard link into another subvolume than its
+ * inode's cannot be: a new inode there gets a copy (from the source, or
+ * for an archive's link a clone of the earlier file, xattrs aside).
  * 0, or -errno with the reason and the path in the error context; on
  * failure the filesystem holds whatever was committed, and the caller
  * does not present it as good (mkfs never writes its superblock then).
