@@ -14,6 +14,8 @@
 #include <strings.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <grp.h>
+#include <pwd.h>
 #include <blkid/blkid.h>
 #include <uuid/uuid.h>
 
@@ -23,21 +25,32 @@
 #include "errctx.h"
 #include "messages.h"
 #include "open.h"
+#include "misc.h"
 #include "mkfs.h"
+#include "inode-ops.h"
+#include "progress.h"
+#include "rootdir.h"
+#include "transaction.h"
+#include "block-group.h"
 #include "strutil.h"
 #include "volumes.h"
 
 #define DEFAULT_FILE_SIZE (1024ULL * 1024 * 1024)
 
 static const char * const mkfs_usage[] = {
-	"tlogctl mkfs [options] TARGET",
+	"tlogctl mkfs [options] [-r SOURCE [populating options]] TARGET",
 	"Create a btrfs filesystem",
 	"",
 	"Makes a new filesystem on TARGET, a block device or a file.  A file that",
 	"does not exist is created, sparse, with the size given by -b (default",
-	"1GiB).  Defaults are those of mkfs.btrfs 6.19 for one device.  A target",
-	"holding a filesystem or partition table is only overwritten with -f; a",
-	"mounted target never.",
+	"1GiB, or what SOURCE needs).  Defaults are those of mkfs.btrfs 6.19 for",
+	"one device.  A target holding a filesystem or partition table is only",
+	"overwritten with -f; a mounted target never.",
+	"",
+	"With -r the filesystem is populated from SOURCE, a directory or an",
+	"archive (any format libarchive reads; - for standard input), exactly:",
+	"holes, hard links, devices, xattrs and ACLs, times with nanoseconds.",
+	"With SOURCE_DATE_EPOCH set and -U, two runs give identical images.",
 	"",
 	"-f|--force              overwrite an existing filesystem or partition table",
 	"-q|--quiet              print nothing on success",
@@ -53,11 +66,29 @@ static const char * const mkfs_usage[] = {
 	"-O|--features LIST      comma-separated features, ^ to disable; list-all lists them",
 	"-R|--runtime-features LIST  older spelling of -O",
 	"-K|--nodiscard          accepted for compatibility: tlogctl never discards",
+	"",
+	"Populating:",
+	"-r|--rootdir SOURCE     copy the directory or archive SOURCE into the filesystem",
+	"-u|--subvol TYPE:SUBDIR make SUBDIR a subvolume; TYPE rw (default), ro, default",
+	"                        or default-ro (the default subvolume; once at most)",
+	"--compress ALGO[:LEVEL] compress data as the kernel would: no, zlib[:1-9], lzo,",
+	"                        zstd[:1-15]",
+	"--inode-flags FLAGS:PATH  nodatacow and/or nodatasum (comma-separated) for",
+	"                        PATH and what a directory there holds",
+	"--reflink               clone file data from SOURCE where it shares a",
+	"                        filesystem with TARGET, instead of copying it",
+	"--shrink                make the filesystem just big enough (and a file TARGET)",
+	"--owner UID:GID         give every file this owner",
 	NULL
 };
 
 enum {
 	GETOPT_VAL_CSUM = GETOPT_VAL_FIRST_CMD,
+	GETOPT_VAL_COMPRESS,
+	GETOPT_VAL_INODE_FLAGS,
+	GETOPT_VAL_REFLINK,
+	GETOPT_VAL_SHRINK,
+	GETOPT_VAL_OWNER,
 };
 
 struct mkfs_opts {
@@ -67,6 +98,15 @@ struct mkfs_opts {
 	bool verbose;
 	bool size_set;
 	u64 size;
+	/* populating (-r) */
+	const char *rootdir;
+	struct tlog_rootdir_opts pop;
+	struct tlog_rootdir_subvol *subvols;
+	struct tlog_rootdir_iflags *iflags;
+	char compress[32];		/* the mount option, "" for none */
+	bool shrink;
+	bool epoch_set;
+	u64 epoch;
 };
 
 static void print_features(void)
@@ -192,6 +232,261 @@ static int parse_label(const char *arg, struct tlog_mkfs_cfg *cfg)
 	return 0;
 }
 
+/* ---- populating options ---- */
+
+/*
+ * A path inside SOURCE as the populator names entries: relative, no
+ * leading "./" or "/", no trailing or doubled slash.  The source root
+ * itself ("") and ".." are refused: neither can be a subvolume or carry
+ * flags of its own.
+ */
+static int parse_source_path(const char *opt, const char *arg, const char **ret)
+{
+	int err = tlog_rootdir_path_normalize(arg, (char **)ret);
+
+	if (err == -ENOMEM) {
+		error("out of memory");
+		return err;
+	}
+	if (err || !**ret) {
+		error("invalid %s path '%s' (a path inside the source directory expected)", opt, arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	enum tlog_subvol_type type;
+} subvol_types[] = {
+	{ "rw", TLOG_SUBVOL_RW },
+	{ "ro", TLOG_SUBVOL_RO },
+	{ "default", TLOG_SUBVOL_DEFAULT },
+	{ "default-ro", TLOG_SUBVOL_DEFAULT_RO },
+};
+
+/* -u [TYPE:]SUBDIR, TYPE rw when left out, as mkfs.btrfs takes it. */
+static int parse_subvol(const char *arg, struct mkfs_opts *o)
+{
+	struct tlog_rootdir_subvol sv = { .type = TLOG_SUBVOL_RW };
+	const char *colon = strchr(arg, ':'), *path = arg;
+	void *grown;
+
+	for (size_t i = 0; colon && i < ARRAY_SIZE(subvol_types); i++) {
+		if (strlen(subvol_types[i].name) == (size_t)(colon - arg) &&
+		    !strncmp(arg, subvol_types[i].name, colon - arg)) {
+			sv.type = subvol_types[i].type;
+			path = colon + 1;
+		}
+	}
+	if (path == arg && colon) {
+		error("unknown subvolume type in '%s' (use rw, ro, default or default-ro)", arg);
+		return -EINVAL;
+	}
+	if (parse_source_path("--subvol", path, &sv.path))
+		return -EINVAL;
+	for (size_t i = 0; i < o->pop.nr_subvols; i++) {
+		bool dflt = sv.type == TLOG_SUBVOL_DEFAULT || sv.type == TLOG_SUBVOL_DEFAULT_RO;
+		enum tlog_subvol_type t = o->subvols[i].type;
+
+		if (!strcmp(o->subvols[i].path, sv.path)) {
+			error("subvolume '%s' given twice", sv.path);
+			return -EINVAL;
+		}
+		if (dflt && (t == TLOG_SUBVOL_DEFAULT || t == TLOG_SUBVOL_DEFAULT_RO)) {
+			error("only one default subvolume can be given ('%s' and '%s')",
+			      o->subvols[i].path, sv.path);
+			return -EINVAL;
+		}
+	}
+	grown = realloc(o->subvols, (o->pop.nr_subvols + 1) * sizeof(*o->subvols));
+	if (!grown) {
+		error("out of memory");
+		return -ENOMEM;
+	}
+	o->subvols = grown;
+	o->subvols[o->pop.nr_subvols++] = sv;
+	o->pop.subvols = o->subvols;
+	return 0;
+}
+
+/* --inode-flags nodatacow,nodatasum:PATH */
+static int parse_inode_flags(const char *arg, struct mkfs_opts *o)
+{
+	const char *colon = strchr(arg, ':');
+	struct tlog_rootdir_iflags f = { 0 };
+	char names[64];
+	char *save = NULL, *tok;
+	void *grown;
+
+	if (!colon || (size_t)(colon - arg) >= sizeof(names)) {
+		error("invalid --inode-flags '%s' (FLAGS:PATH expected)", arg);
+		return -EINVAL;
+	}
+	memcpy(names, arg, colon - arg);
+	names[colon - arg] = 0;
+	for (tok = strtok_r(names, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "nodatacow")) {
+			f.flags |= BTRFS_INODE_NODATACOW;
+		} else if (!strcmp(tok, "nodatasum")) {
+			f.flags |= BTRFS_INODE_NODATASUM;
+		} else {
+			error("unknown inode flag '%s' (use nodatacow or nodatasum)", tok);
+			return -EINVAL;
+		}
+	}
+	if (!f.flags) {
+		error("invalid --inode-flags '%s' (no flag given)", arg);
+		return -EINVAL;
+	}
+	if (parse_source_path("--inode-flags", colon + 1, &f.path))
+		return -EINVAL;
+	grown = realloc(o->iflags, (o->pop.nr_iflags + 1) * sizeof(*o->iflags));
+	if (!grown) {
+		error("out of memory");
+		return -ENOMEM;
+	}
+	o->iflags = grown;
+	o->iflags[o->pop.nr_iflags++] = f;
+	o->pop.iflags = o->iflags;
+	return 0;
+}
+
+/*
+ * --compress ALGO[:LEVEL] with mkfs.btrfs 6.19's names and level ranges,
+ * kept as the mount option the inode operations take: the image gets
+ * what a mount with compress=ALGO:LEVEL writes (incompressible data
+ * stays plain, as the kernel decides).
+ */
+static int parse_compress_opt(const char *arg, struct mkfs_opts *o)
+{
+	static const struct {
+		const char *name;
+		int max_level;
+	} algos[] = { { "zlib", 9 }, { "lzo", 0 }, { "zstd", 15 } };
+	const char *colon = strchr(arg, ':');
+	size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+
+	if (!strcmp(arg, "no") || !strcmp(arg, "none")) {
+		o->compress[0] = 0;
+		return 0;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(algos); i++) {
+		char *end;
+		long level = 0;
+
+		if (strlen(algos[i].name) != len || strncmp(arg, algos[i].name, len))
+			continue;
+		if (colon) {
+			errno = 0;
+			level = strtol(colon + 1, &end, 10);
+			if (!colon[1] || *end || errno || level < 1 || level > algos[i].max_level) {
+				if (algos[i].max_level)
+					error("invalid %s level '%s' (1 to %d)", algos[i].name,
+					      colon + 1, algos[i].max_level);
+				else
+					error("%s takes no level", algos[i].name);
+				return -EINVAL;
+			}
+		}
+		snprintf(o->compress, sizeof(o->compress), "compress=%.*s", (int)len, arg);
+		if (colon)
+			snprintf(o->compress + strlen(o->compress),
+				 sizeof(o->compress) - strlen(o->compress), ":%ld", level);
+		return 0;
+	}
+	error("unknown compression '%s' (use no, zlib, lzo or zstd)", arg);
+	return -EINVAL;
+}
+
+static int parse_id(const char *s, size_t len, bool group, u32 *ret)
+{
+	char buf[256], *end;
+	unsigned long v;
+
+	if (!len || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	errno = 0;
+	v = strtoul(buf, &end, 10);
+	if (!*end && !errno && v <= UINT32_MAX - 1 && buf[0] != '-') {
+		*ret = v;
+		return 0;
+	}
+	if (group) {
+		struct group *gr = getgrnam(buf);
+
+		if (gr) {
+			*ret = gr->gr_gid;
+			return 0;
+		}
+	} else {
+		struct passwd *pw = getpwnam(buf);
+
+		if (pw) {
+			*ret = pw->pw_uid;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* --owner UID:GID, numbers or names */
+static int parse_owner(const char *arg, struct mkfs_opts *o)
+{
+	const char *colon = strchr(arg, ':');
+
+	if (!colon || parse_id(arg, colon - arg, false, &o->pop.uid) ||
+	    parse_id(colon + 1, strlen(colon + 1), true, &o->pop.gid)) {
+		error("invalid --owner '%s' (UID:GID expected, numbers or names)", arg);
+		return -EINVAL;
+	}
+	o->pop.set_owner = true;
+	return 0;
+}
+
+/*
+ * SOURCE_DATE_EPOCH (reproducible-builds.org): no time in the image later
+ * than it, and the filesystem's own times are it.
+ */
+static int parse_epoch(struct mkfs_opts *o)
+{
+	const char *env = getenv("SOURCE_DATE_EPOCH");
+	unsigned long long v;
+	char *end;
+
+	if (!env || !*env)
+		return 0;
+	errno = 0;
+	v = strtoull(env, &end, 10);
+	if (*end || errno || env[0] == '-') {
+		error("invalid SOURCE_DATE_EPOCH '%s' (seconds since 1970 expected)", env);
+		return -EINVAL;
+	}
+	o->epoch_set = true;
+	o->epoch = v;
+	return 0;
+}
+
+/* Options that only mean something with -r, and combinations that cannot work. */
+static int check_rootdir_options(const struct mkfs_opts *o)
+{
+	const char *only = o->pop.nr_subvols ? "--subvol" : o->pop.nr_iflags ? "--inode-flags" :
+			   o->compress[0] ? "--compress" : o->pop.reflink ? "--reflink" :
+			   o->shrink ? "--shrink" : o->pop.set_owner ? "--owner" : NULL;
+
+	if (!o->rootdir && only) {
+		error("%s needs --rootdir", only);
+		return -EINVAL;
+	}
+	if (o->pop.reflink && o->compress[0]) {
+		error("--reflink and --compress exclude each other (cloned data stays as it is)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static void parse_options(const struct cmd_struct *cmd, int argc, char **argv,
 			  struct mkfs_opts *o)
 {
@@ -211,6 +506,13 @@ static void parse_options(const struct cmd_struct *cmd, int argc, char **argv,
 		{ "features", required_argument, NULL, 'O' },
 		{ "runtime-features", required_argument, NULL, 'R' },
 		{ "nodiscard", no_argument, NULL, 'K' },
+		{ "rootdir", required_argument, NULL, 'r' },
+		{ "subvol", required_argument, NULL, 'u' },
+		{ "compress", required_argument, NULL, GETOPT_VAL_COMPRESS },
+		{ "inode-flags", required_argument, NULL, GETOPT_VAL_INODE_FLAGS },
+		{ "reflink", no_argument, NULL, GETOPT_VAL_REFLINK },
+		{ "shrink", no_argument, NULL, GETOPT_VAL_SHRINK },
+		{ "owner", required_argument, NULL, GETOPT_VAL_OWNER },
 		COMMON_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -218,7 +520,7 @@ static void parse_options(const struct cmd_struct *cmd, int argc, char **argv,
 	int c, ret = 0, type;
 
 	tlog_mkfs_default_cfg(&o->cfg);
-	while (!ret && (c = cmd_next_option(cmd, argc, argv, "fqvL:U:b:n:s:m:d:O:R:K",
+	while (!ret && (c = cmd_next_option(cmd, argc, argv, "fqvL:U:b:n:s:m:d:O:R:Kr:u:",
 					    long_options, &common)) != -1) {
 		switch (c) {
 		case 'f':
@@ -267,10 +569,43 @@ static void parse_options(const struct cmd_struct *cmd, int argc, char **argv,
 			break;
 		case 'K':
 			break;
+		case 'r':
+			o->rootdir = optarg;
+			break;
+		case 'u':
+			ret = parse_subvol(optarg, o);
+			break;
+		case GETOPT_VAL_COMPRESS:
+			ret = parse_compress_opt(optarg, o);
+			break;
+		case GETOPT_VAL_INODE_FLAGS:
+			ret = parse_inode_flags(optarg, o);
+			break;
+		case GETOPT_VAL_REFLINK:
+			o->pop.reflink = true;
+			break;
+		case GETOPT_VAL_SHRINK:
+			o->shrink = true;
+			break;
+		case GETOPT_VAL_OWNER:
+			ret = parse_owner(optarg, o);
+			break;
 		}
 	}
+	if (!ret)
+		ret = check_rootdir_options(o);
+	if (!ret)
+		ret = parse_epoch(o);
 	if (ret)
 		exit(1);
+	/* -U makes the other UUIDs too: the same -U, the same image */
+	o->cfg.derive_uuids = o->cfg.fsid_set;
+	if (o->epoch_set) {
+		o->cfg.time_set = true;
+		o->cfg.time_sec = o->epoch;
+		o->pop.clamp_times = true;
+		o->pop.clamp_sec = o->epoch;
+	}
 	/* a new filesystem has one superblock to write, not a copy to pick */
 	if (common.super_mirror >= 0) {
 		error("mkfs does not take --super");
@@ -462,6 +797,153 @@ static void print_summary(const char *target, const struct mkfs_opts *o,
 	printf("Writes:             %llu\n", (unsigned long long)res->nr_writes);
 }
 
+/* ---- populating from a source ---- */
+
+struct rootdir_run {
+	struct tlog_rootdir_stats stats;
+	struct progress progress;
+	u64 new_size;			/* --shrink: the size the filesystem got */
+};
+
+static void rootdir_progress(void *ctx, const struct tlog_rootdir_stats *st, bool done)
+{
+	struct rootdir_run *run = ctx;
+	char text[96], size[32];
+
+	if (done || !progress_due(&run->progress))
+		return;
+	pretty_size(st->data_bytes, size, sizeof(size));
+	snprintf(text, sizeof(text), "%llu entries, %s of data",
+		 (unsigned long long)st->entries, size);
+	progress_text(&run->progress, text);
+}
+
+/*
+ * The source's size estimate, for sizing a new or small file target: its
+ * data and metadata, the metadata twice (DUP), and room for the chunks'
+ * rounding.  An archive is guessed from its file size (a pipe: nothing).
+ */
+static u64 estimate_source(const char *path)
+{
+	struct stat st;
+	u64 bytes = 0;
+
+	if (!strcmp(path, "-") || stat(path, &st))
+		return 0;
+	if (S_ISDIR(st.st_mode)) {
+		if (tlog_source_estimate_dir(path, &bytes))
+			return 0;
+	} else if (S_ISREG(st.st_mode)) {
+		bytes = (u64)st.st_size * 4;
+	}
+	return bytes ? bytes + bytes / 4 + 256ULL * 1024 * 1024 : 0;
+}
+
+/* Mount the new filesystem, copy the source in, commit; --shrink last. */
+static int populate(struct tlog_bdev *bdev, struct mkfs_opts *o, struct tlog_source *src,
+		    struct rootdir_run *run)
+{
+	struct tlog_open_opts oo = { .super_mirror = -1, .writable = true };
+	struct tlog_mount *mnt = NULL;
+	struct tlog_trans *trans;
+	struct tlog_fs *fs;
+	int ret;
+
+	ret = tlog_open_bdev(bdev, &oo, &fs);
+	if (ret)
+		return ret;
+	if (o->cfg.derive_uuids)
+		tlog_fs_set_uuid_seed(fs, o->cfg.fsid);
+	ret = tlog_mount_open(fs, &mnt);
+	if (!ret && o->epoch_set)
+		tlog_mount_set_fixed_time(mnt, o->epoch);
+	if (!ret && o->compress[0])
+		ret = tlog_mount_set_options(mnt, o->compress);
+	if (!ret) {
+		o->pop.progress = rootdir_progress;
+		o->pop.progress_ctx = run;
+		ret = tlog_rootdir_populate(mnt, src, &o->pop, &run->stats);
+	}
+	if (!ret)
+		ret = tlog_sync(mnt);
+	if (!ret && o->shrink) {
+		ret = tlog_mount_trans(mnt, &trans);
+		if (!ret)
+			ret = btrfs_shrink_to_fit(trans, &run->new_size);
+		if (!ret)
+			ret = tlog_commit(mnt);
+	}
+	if (mnt)
+		tlog_mount_close(mnt);
+	tlog_close(fs);
+	return ret;
+}
+
+/*
+ * mkfs -r: the empty filesystem is made and populated with its
+ * superblocks held back (tlog_bdev_wrap_hold_super), over a target whose
+ * old superblocks were wiped first.  Until the last step no superblock
+ * is on the target: a failed or cut run leaves no filesystem, never a
+ * half-populated one that mounts.
+ */
+static int mkfs_rootdir(const char *target, struct mkfs_opts *o, struct tlog_source *src,
+			struct tlog_bdev *bdev, struct tlog_mkfs_result *res, struct rootdir_run *run)
+{
+	struct tlog_bdev *hold;
+	int ret;
+
+	ret = tlog_bdev_wipe_super(bdev);
+	if (ret)
+		return ret;
+	ret = tlog_bdev_wrap_hold_super(tlog_bdev_get(bdev), &hold);
+	if (ret)
+		return ret;
+	progress_init_count(&run->progress, "copying", !o->quiet);
+	ret = tlog_mkfs(hold, &o->cfg, res);
+	if (!ret)
+		ret = populate(hold, o, src, run);
+	progress_end(&run->progress);
+	if (!ret)
+		ret = tlog_bdev_release_super(hold);
+	tlog_bdev_close(hold);
+	if (!ret && o->shrink && run->new_size) {
+		struct stat st;
+
+		res->total_bytes = run->new_size;
+		if (stat(target, &st) == 0 && S_ISREG(st.st_mode) &&
+		    truncate(target, (off_t)run->new_size) < 0)
+			ret = tlog_error(-errno, "cannot truncate %s to %llu bytes: %s", target,
+					 (unsigned long long)run->new_size, strerror(errno));
+	}
+	return ret;
+}
+
+static void print_rootdir_summary(const struct mkfs_opts *o, const struct rootdir_run *run)
+{
+	const struct tlog_rootdir_stats *st = &run->stats;
+	char data[32], holes[32], cloned[32];
+
+	pretty_size(st->data_bytes, data, sizeof(data));
+	pretty_size(st->hole_bytes, holes, sizeof(holes));
+	printf("Rootdir from:       %s\n", o->rootdir);
+	printf("  Entries:          %llu (%llu files, %llu directories, %llu symlinks, %llu other; %llu hard links)\n",
+	       (unsigned long long)st->entries, (unsigned long long)st->files,
+	       (unsigned long long)st->dirs, (unsigned long long)st->symlinks,
+	       (unsigned long long)st->specials, (unsigned long long)st->hardlinks);
+	printf("  Data:             %s (holes %s)\n", data, holes);
+	if (o->pop.reflink) {
+		pretty_size(st->cloned_bytes, cloned, sizeof(cloned));
+		printf("  Cloned:           %s\n", cloned);
+	}
+	printf("  Xattrs:           %llu\n", (unsigned long long)st->xattrs);
+	if (o->pop.nr_subvols)
+		printf("  Subvolumes:       %llu\n", (unsigned long long)st->subvols);
+	if (o->compress[0])
+		printf("  Compression:      %s\n", o->compress + strlen("compress="));
+	if (o->shrink)
+		printf("  Shrunk:           yes\n");
+}
+
 /* ---- the command ---- */
 
 /* Check everything that needs no device, so that a bad option changes nothing. */
@@ -484,8 +966,48 @@ static int check_options(struct mkfs_opts *o, u64 size)
 	return 0;
 }
 
-static int open_target(const char *target, struct mkfs_opts *o, bool *created,
-		       struct tlog_bdev **bdev)
+/*
+ * The size a file target gets when -b does not say: 1 GiB, or what the
+ * source needs when that is more (mkfs.btrfs grows a file target to its
+ * estimate of the source in the same way).
+ */
+static u64 wanted_file_size(const struct mkfs_opts *o, u64 source_bytes)
+{
+	u64 size = DEFAULT_FILE_SIZE;
+
+	if (o->size_set)
+		return o->size;
+	if (source_bytes > size)
+		size = round_up(source_bytes, 1024 * 1024);
+	return size;
+}
+
+/*
+ * An existing file target smaller than the source needs is grown (as
+ * mkfs.btrfs does), unless -b fixed the size.  Done on the claimed,
+ * checked target; the device is reopened to see the new size.
+ */
+static int grow_file_target(const char *target, const struct mkfs_opts *o, u64 source_bytes,
+			    struct tlog_bdev **bdev)
+{
+	u64 want = wanted_file_size(o, source_bytes);
+	struct stat st;
+
+	if (!o->rootdir || o->size_set || stat(target, &st) || !S_ISREG(st.st_mode) ||
+	    (u64)st.st_size >= want)
+		return 0;
+	if (truncate(target, (off_t)want) < 0) {
+		error("cannot grow %s to %llu bytes: %s", target, (unsigned long long)want,
+		      strerror(errno));
+		return -errno;
+	}
+	tlog_bdev_close(*bdev);
+	*bdev = NULL;
+	return open_target_for_writing(target, bdev);
+}
+
+static int open_target(const char *target, struct mkfs_opts *o, u64 source_bytes,
+		       bool *created, struct tlog_bdev **bdev)
 {
 	struct stat st;
 	int ret;
@@ -496,7 +1018,7 @@ static int open_target(const char *target, struct mkfs_opts *o, bool *created,
 		if (check_options(o, o->size_set ? o->size : UINT64_MAX))
 			return -EINVAL;
 	} else if (errno == ENOENT) {
-		u64 size = o->size_set ? o->size : DEFAULT_FILE_SIZE;
+		u64 size = wanted_file_size(o, source_bytes);
 
 		if (check_options(o, size))
 			return -EINVAL;
@@ -515,6 +1037,9 @@ static int open_target(const char *target, struct mkfs_opts *o, bool *created,
 		ret = check_existing_signature(target, o->force);
 		if (ret)
 			goto fail_close;
+		ret = grow_file_target(target, o, source_bytes, bdev);
+		if (ret)
+			goto fail_close;
 	}
 	if (!o->size_set && (*bdev)->size < tlog_mkfs_min_size(&o->cfg)) {
 		error("%s is too small (%llu bytes), the minimum is %llu bytes", target,
@@ -525,7 +1050,8 @@ static int open_target(const char *target, struct mkfs_opts *o, bool *created,
 	}
 	return 0;
 fail_close:
-	tlog_bdev_close(*bdev);
+	if (*bdev)
+		tlog_bdev_close(*bdev);
 fail:
 	if (*created)
 		unlink(target);
@@ -536,6 +1062,8 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct mkfs_opts o = { 0 };
 	struct tlog_mkfs_result res = { 0 };
+	struct rootdir_run run = { 0 };
+	struct tlog_source *src = NULL;
 	struct tlog_bdev *bdev;
 	const char *target;
 	bool created;
@@ -543,12 +1071,32 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 
 	parse_options(cmd, argc, argv, &o);
 	target = argv[optind];
-	if (open_target(target, &o, &created, &bdev))
+	/* the source first: a missing or unreadable one changes nothing */
+	if (o.rootdir) {
+		tlog_error_clear();
+		ret = tlog_source_open(o.rootdir, &src);
+		if (ret) {
+			error_errno(ret, "cannot read %s", o.rootdir);
+			return 1;
+		}
+	}
+	if (open_target(target, &o, src ? estimate_source(o.rootdir) : 0, &created, &bdev)) {
+		tlog_source_close(src);
 		return 1;
+	}
 	if (o.size_set)
 		o.cfg.total_bytes = o.size;
 	ret = wrap_fault_from_env(&bdev);
-	if (!ret) {
+	if (!ret && src) {
+		tlog_error_clear();
+		ret = mkfs_rootdir(target, &o, src, bdev, &res, &run);
+		res.nr_writes = bdev->nr_writes;
+		if (getenv(TLOG_FAULT_ENV))
+			fprintf(stderr, "%s: fault injection %s: %llu writes issued\n",
+				tlog_progname, getenv(TLOG_FAULT_ENV), (unsigned long long)res.nr_writes);
+		if (ret)
+			error_errno(ret, "cannot make a filesystem from %s on %s", o.rootdir, target);
+	} else if (!ret) {
 		tlog_error_clear();
 		ret = tlog_mkfs(bdev, &o.cfg, &res);
 		if (getenv(TLOG_FAULT_ENV))
@@ -558,14 +1106,20 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 			error_errno(ret, "cannot make a filesystem on %s", target);
 	}
 	tlog_bdev_close(bdev);
+	tlog_source_close(src);
+	free(o.subvols);
+	free(o.iflags);
 	if (ret) {
 		/* a file we made ourselves holds nothing worth keeping */
 		if (created && res.nr_writes == 0)
 			unlink(target);
 		return 1;
 	}
-	if (!o.quiet)
+	if (!o.quiet) {
 		print_summary(target, &o, &res);
+		if (o.rootdir)
+			print_rootdir_summary(&o, &run);
+	}
 	return 0;
 }
 

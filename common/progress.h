@@ -23,5 +23,13 @@ struct progress {
 void progress_init(struct progress *p, const char *what, uint64_t total, bool worth_it);
 void progress_update(struct progress *p, uint64_t done);
 void progress_end(struct progress *p);
+/*
+ * Work whose total is not known in advance (a tree read from an
+ * archive): progress_text() shows "WHAT: TEXT", rate-limited like the
+ * percentage.  @text is only formatted by callers when progress_due().
+ */
+void progress_init_count(struct progress *p, const char *what, bool worth_it);
+bool progress_due(struct progress *p);
+void progress_text(struct progress *p, const char *text);
 
 #endif
