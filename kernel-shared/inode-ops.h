@@ -342,7 +342,8 @@ int tlog_may_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *
 
 /*
  * Create @name in @dir: a regular file, directory, symlink (@target),
- * FIFO, socket or device (@rdev, as new_encode_dev() makes it) by the
+ * FIFO, socket or device (@rdev: the kernel's own dev_t, major << 20 | minor, as btrfs
+ * stores it; not the user-space makedev() value) by the
  * S_IF* type of @mode.  *@ret (may be NULL) gets a reference.
  */
 int tlog_create(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
