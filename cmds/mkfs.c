@@ -1080,7 +1080,7 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 			return 1;
 		}
 	}
-	if (open_target(target, &o, src ? estimate_source(o.rootdir) : 0, &created, &bdev)) {
+	if (open_target(target, &o, src && !o.size_set ? estimate_source(o.rootdir) : 0, &created, &bdev)) {
 		tlog_source_close(src);
 		return 1;
 	}
