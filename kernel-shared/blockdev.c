@@ -1018,11 +1018,22 @@ int tlog_bdev_release_super(struct tlog_bdev *bdev)
 	err = tlog_bdev_flush(hb->inner);
 	if (err)
 		return err;
-	for (int i = 0; i < hb->nr_copies; i++) {
+	/*
+	 * The mirrors first and the primary alone last, after a flush: a
+	 * run that fails at any write before the primary's leaves no primary
+	 * superblock, the one the kernel mounts and blkid probes.  (A mirror
+	 * written by then describes the complete, flushed filesystem.)
+	 */
+	for (int i = hb->nr_copies - 1; i >= 0; i--) {
 		const struct hold_copy *copy = &hb->copies[i];
 
 		if (!copy->held || hold_copy_stale(hb, copy))
 			continue;
+		if (i == 0 && hb->nr_copies > 1) {
+			err = tlog_bdev_flush(hb->inner);
+			if (err)
+				return err;
+		}
 		err = tlog_bdev_write(hb->inner, copy->data, copy->len, copy->offset);
 		if (err)
 			return err;

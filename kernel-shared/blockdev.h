@@ -101,8 +101,10 @@ size_t tlog_bdev_cow_pages(struct tlog_bdev *bdev);
  * the copies that start inside the device) are kept in memory, and reads
  * there see them; everything else passes to @inner (which the wrapper
  * then owns and closes).  tlog_bdev_release_super() flushes @inner,
- * writes the held copies through and flushes again, so that no
- * superblock reaches the device before the blocks it points to; from
+ * writes the held mirrors, flushes, writes the primary copy last and
+ * flushes again, so that no superblock reaches the device before the
+ * blocks it points to, and a failure before the last write leaves no
+ * primary superblock; from
  * then on the wrapper holds nothing back.  A mirror that the held
  * primary puts past the end of its device (dev_item total_bytes: the
  * filesystem was shrunk after the mirror was written) is not written:
