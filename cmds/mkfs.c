@@ -1094,7 +1094,10 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 		if (getenv(TLOG_FAULT_ENV))
 			fprintf(stderr, "%s: fault injection %s: %llu writes issued\n",
 				tlog_progname, getenv(TLOG_FAULT_ENV), (unsigned long long)res.nr_writes);
-		if (ret)
+		if (ret == -ENOSPC)
+			error_errno(ret, "%s does not fit on %s (make it bigger with -b)", o.rootdir,
+				    target);
+		else if (ret)
 			error_errno(ret, "cannot make a filesystem from %s on %s", o.rootdir, target);
 	} else if (!ret) {
 		tlog_error_clear();

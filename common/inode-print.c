@@ -32,7 +32,8 @@ static json_object *timespec_to_json(const struct btrfs_timespec *ts)
 {
 	json_object *o = json_object_new_object();
 
-	json_add_u64(o, "sec", btrfs_timespec_sec(ts));
+	/* seconds are signed on disk: a time before 1970 is negative */
+	json_add_s64(o, "sec", (s64)btrfs_timespec_sec(ts));
 	json_add_u64(o, "nsec", btrfs_timespec_nsec(ts));
 	return o;
 }

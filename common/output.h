@@ -48,6 +48,11 @@ static inline void json_add_u64(json_object *o, const char *k, uint64_t v)
 	json_object_object_add(o, k, json_object_new_uint64(v));
 }
 
+static inline void json_add_s64(json_object *o, const char *k, int64_t v)
+{
+	json_object_object_add(o, k, json_object_new_int64(v));
+}
+
 static inline void json_add_str(json_object *o, const char *k, const char *v)
 {
 	json_object_object_add(o, k, json_object_new_string(v));

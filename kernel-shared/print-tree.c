@@ -333,7 +333,8 @@ static void jadd_time(json_object *obj, const char *name, const struct btrfs_tim
 {
 	json_object *t = json_object_new_object();
 
-	jadd_u64(t, "sec", btrfs_timespec_sec(ts));
+	/* seconds are signed on disk: a time before 1970 is negative */
+	jadd_s64(t, "sec", (s64)btrfs_timespec_sec(ts));
 	jadd_u64(t, "nsec", btrfs_timespec_nsec(ts));
 	jadd(obj, name, t);
 }

@@ -300,6 +300,18 @@ static ssize_t find_iflags(const struct tlog_rootdir_opts *o, const char *path)
 	return -1;
 }
 
+/*
+ * @err for the entry @path: its reason when one was recorded ("PATH:
+ * reason"), else what @err says.  An operation's answer (ENOSPC from a
+ * write, ENOENT) is returned without a context of its own.
+ */
+static int path_error(int err, const char *path)
+{
+	if (!tlog_error_get())
+		return tlog_error(err, "%s: %s", path, strerror(-err));
+	return tlog_error_wrap(err, path);
+}
+
 /* ---- times ---- */
 
 static void clamp_time(const struct populate *p, struct btrfs_timespec *dst,
@@ -308,7 +320,9 @@ static void clamp_time(const struct populate *p, struct btrfs_timespec *dst,
 	u64 sec = (u64)ts->tv_sec;
 	u32 nsec = ts->tv_nsec < 0 ? 0 : ts->tv_nsec > 999999999 ? 999999999 : (u32)ts->tv_nsec;
 
-	if (p->opts->clamp_times && ts->tv_sec >= 0 && sec > p->opts->clamp_sec) {
+	/* later than the epoch by a nanosecond is later (a time has two fields) */
+	if (p->opts->clamp_times && ts->tv_sec >= 0 &&
+	    (sec > p->opts->clamp_sec || (sec == p->opts->clamp_sec && nsec))) {
 		sec = p->opts->clamp_sec;
 		nsec = 0;
 	}
@@ -368,7 +382,7 @@ static int apply_meta(struct populate *p, struct tlog_inode *inode, const struct
 	if (!err && !S_ISLNK(mode) && (tlog_inode_mode(inode) & 07777) != (e->mode & 07777))
 		err = tlog_chmod(p->mnt, inode, e->mode & 07777);
 	if (err)
-		return tlog_error_wrap(err, e->path[0] ? e->path : "/");
+		return path_error(err, e->path[0] ? e->path : "/");
 	for (size_t i = 0; i < e->nr_xattrs; i++) {
 		const struct tlog_src_xattr *x = &e->xattrs[i];
 
@@ -477,10 +491,8 @@ static int make_name(struct populate *p, struct tlog_inode *dir, const char *pat
 	if (!err)
 		err = make_once(p, dir, name, len, a, ret);
 out:
-	if (err && !tlog_error_get())
-		tlog_error(err, "%s: %s", path, strerror(-err));
-	else if (err)
-		tlog_error_wrap(err, path);
+	if (err)
+		path_error(err, path);
 	return err;
 }
 
@@ -659,7 +671,7 @@ static int write_file(struct populate *p, struct tlog_inode *inode, const struct
 	mnt->clone_inode = NULL;
 	p->stats->cloned_bytes = mnt->cloned_bytes - p->cloned_base;
 	if (err)
-		tlog_error_wrap(err, e->path);
+		path_error(err, e->path);
 	return err;
 }
 
@@ -798,7 +810,7 @@ static int link_to(struct populate *p, struct tlog_inode *dir, const struct tlog
 	if (S_ISLNK(a.mode)) {
 		err = btrfs_read_symlink(target->root, target->ino, buf, sizeof(buf));
 		if (err < 0)
-			return tlog_error_wrap(err, e->path);
+			return path_error(err, e->path);
 		a.target = buf;
 	}
 	err = make_name(p, dir, e->path, name, len, &a, &inode, &existing);
@@ -821,7 +833,7 @@ static int link_to(struct populate *p, struct tlog_inode *dir, const struct tlog
 		tlog_inode_mark_dirty(p->mnt, inode);
 	}
 	if (err)
-		tlog_error_wrap(err, e->path);
+		path_error(err, e->path);
 	err = err ? err : forget(p, inode);
 	if (err)
 		tlog_iput(p->mnt, inode);
@@ -837,7 +849,7 @@ static int archive_link(struct populate *p, struct tlog_inode *dir, const struct
 	int err = check_path(t);
 
 	if (err)
-		return tlog_error_wrap(err, e->path);
+		return path_error(err, e->path);
 	slash = strrchr(t, '/');
 	err = get_dir(p, t, slash ? (size_t)(slash - t) : 0, false, &tdir);
 	if (!err)
@@ -873,7 +885,7 @@ static int source_link(struct populate *p, struct tlog_inode *dir, const struct 
 			continue;
 		err = tlog_iget(p->mnt, s->copies[i].root, s->copies[i].ino, &target);
 		if (err)
-			return tlog_error_wrap(err, e->path);
+			return path_error(err, e->path);
 		err = link_to(p, dir, e, name, len, target);
 		if (err) {
 			tlog_iput(p->mnt, target);
@@ -1002,7 +1014,7 @@ static int finish_options(struct populate *p)
 			err = tlog_set_default_subvol(p->mnt,
 						      p->subvol_roots[i]->root_key.objectid);
 		if (err)
-			tlog_error_wrap(err, o->subvols[i].path);
+			path_error(err, o->subvols[i].path);
 	}
 	return err;
 }
