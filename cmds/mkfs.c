@@ -248,7 +248,11 @@ static int parse_source_path(const char *opt, const char *arg, const char **ret)
 		error("out of memory");
 		return err;
 	}
-	if (err || !**ret) {
+	if (!err && !**ret) {
+		free((char *)*ret);
+		err = -EINVAL;
+	}
+	if (err) {
 		error("invalid %s path '%s' (a path inside the source directory expected)", opt, arg);
 		return -EINVAL;
 	}
@@ -291,17 +295,20 @@ static int parse_subvol(const char *arg, struct mkfs_opts *o)
 
 		if (!strcmp(o->subvols[i].path, sv.path)) {
 			error("subvolume '%s' given twice", sv.path);
+			free((char *)sv.path);
 			return -EINVAL;
 		}
 		if (dflt && (t == TLOG_SUBVOL_DEFAULT || t == TLOG_SUBVOL_DEFAULT_RO)) {
 			error("only one default subvolume can be given ('%s' and '%s')",
 			      o->subvols[i].path, sv.path);
+			free((char *)sv.path);
 			return -EINVAL;
 		}
 	}
 	grown = realloc(o->subvols, (o->pop.nr_subvols + 1) * sizeof(*o->subvols));
 	if (!grown) {
 		error("out of memory");
+		free((char *)sv.path);
 		return -ENOMEM;
 	}
 	o->subvols = grown;
@@ -344,6 +351,7 @@ static int parse_inode_flags(const char *arg, struct mkfs_opts *o)
 	grown = realloc(o->iflags, (o->pop.nr_iflags + 1) * sizeof(*o->iflags));
 	if (!grown) {
 		error("out of memory");
+		free((char *)f.path);
 		return -ENOMEM;
 	}
 	o->iflags = grown;
@@ -467,6 +475,17 @@ static int parse_epoch(struct mkfs_opts *o)
 	o->epoch_set = true;
 	o->epoch = v;
 	return 0;
+}
+
+/* The paths --subvol and --inode-flags gave, normalised into allocated strings. */
+static void free_rootdir_options(struct mkfs_opts *o)
+{
+	for (size_t i = 0; i < o->pop.nr_subvols; i++)
+		free((char *)o->subvols[i].path);
+	for (size_t i = 0; i < o->pop.nr_iflags; i++)
+		free((char *)o->iflags[i].path);
+	free(o->subvols);
+	free(o->iflags);
 }
 
 /* Options that only mean something with -r, and combinations that cannot work. */
@@ -596,8 +615,10 @@ static void parse_options(const struct cmd_struct *cmd, int argc, char **argv,
 		ret = check_rootdir_options(o);
 	if (!ret)
 		ret = parse_epoch(o);
-	if (ret)
+	if (ret) {
+		free_rootdir_options(o);
 		exit(1);
+	}
 	/* -U makes the other UUIDs too: the same -U, the same image */
 	o->cfg.derive_uuids = o->cfg.fsid_set;
 	if (o->epoch_set) {
@@ -609,6 +630,7 @@ static void parse_options(const struct cmd_struct *cmd, int argc, char **argv,
 	/* a new filesystem has one superblock to write, not a copy to pick */
 	if (common.super_mirror >= 0) {
 		error("mkfs does not take --super");
+		free_rootdir_options(o);
 		exit(1);
 	}
 	check_argc(cmd, argc, 1, 1);
@@ -839,9 +861,34 @@ static u64 estimate_source(const char *path)
 	return bytes ? bytes + bytes / 4 + 256ULL * 1024 * 1024 : 0;
 }
 
+/*
+ * The summary shows the filesystem as made: after populating, the chunks
+ * of each type added up (the data chunk grew from mkfs's 8 MiB) and the
+ * size and use at the last commit.
+ */
+static void record_layout(const struct tlog_fs *fs, struct tlog_mkfs_result *res)
+{
+	static const u64 types[3] = {
+		BTRFS_BLOCK_GROUP_SYSTEM, BTRFS_BLOCK_GROUP_METADATA, BTRFS_BLOCK_GROUP_DATA
+	};
+
+	for (int i = 0; i < 3; i++)
+		res->chunks[i].length = 0;
+	for (size_t c = 0; c < fs->chunks.nr; c++) {
+		const struct map_lookup *m = &fs->chunks.maps[c];
+
+		for (int i = 0; i < 3; i++)
+			if ((m->type & BTRFS_BLOCK_GROUP_TYPE_MASK) == types[i])
+				res->chunks[i].length += m->length;
+	}
+	res->total_bytes = btrfs_super_block_total_bytes(&fs->super);
+	res->bytes_used = btrfs_super_block_bytes_used(&fs->super);
+	res->generation = fs->generation;
+}
+
 /* Mount the new filesystem, copy the source in, commit; --shrink last. */
 static int populate(struct tlog_bdev *bdev, struct mkfs_opts *o, struct tlog_source *src,
-		    struct rootdir_run *run)
+		    struct tlog_mkfs_result *res, struct rootdir_run *run)
 {
 	struct tlog_open_opts oo = { .super_mirror = -1, .writable = true };
 	struct tlog_mount *mnt = NULL;
@@ -873,6 +920,8 @@ static int populate(struct tlog_bdev *bdev, struct mkfs_opts *o, struct tlog_sou
 		if (!ret)
 			ret = tlog_commit(mnt);
 	}
+	if (!ret)
+		record_layout(fs, res);
 	if (mnt)
 		tlog_mount_close(mnt);
 	tlog_close(fs);
@@ -901,7 +950,7 @@ static int mkfs_rootdir(const char *target, struct mkfs_opts *o, struct tlog_sou
 	progress_init_count(&run->progress, "copying", !o->quiet);
 	ret = tlog_mkfs(hold, &o->cfg, res);
 	if (!ret)
-		ret = populate(hold, o, src, run);
+		ret = populate(hold, o, src, res, run);
 	progress_end(&run->progress);
 	if (!ret)
 		ret = tlog_bdev_release_super(hold);
@@ -1110,8 +1159,7 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	tlog_bdev_close(bdev);
 	tlog_source_close(src);
-	free(o.subvols);
-	free(o.iflags);
+	free_rootdir_options(&o);
 	if (ret) {
 		/* a file we made ourselves holds nothing worth keeping */
 		if (created && res.nr_writes == 0)
