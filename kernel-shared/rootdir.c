@@ -333,7 +333,14 @@ static void clamp_time(const struct populate *p, struct btrfs_timespec *dst,
 /* All four times of @e in @inode's item, directly: utimes would set ctime to now. */
 static void set_times(struct populate *p, struct tlog_inode *inode, const struct tlog_src_entry *e)
 {
-	clamp_time(p, &inode->item.atime, &e->atime);
+	/*
+	 * Reading a symlink moves its atime (O_NOATIME does not reach
+	 * readlink), so the next run over the same tree would see another:
+	 * a reproducible build takes its mtime instead.
+	 */
+	bool unstable_atime = p->opts->clamp_times && S_ISLNK(e->mode);
+
+	clamp_time(p, &inode->item.atime, unstable_atime ? &e->mtime : &e->atime);
 	clamp_time(p, &inode->item.mtime, &e->mtime);
 	clamp_time(p, &inode->item.ctime, &e->ctime);
 	clamp_time(p, &inode->item.otime, e->has_btime ? &e->btime : &e->mtime);
