@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# A short tour of tlogctl on a file image made by mkfs.btrfs.
+# A short tour of tlogctl on file images it makes itself: a populated,
+# reproducible image from a directory (mkfs --rootdir), then reading it,
+# changing it offline, and replaying a log tree the kernel wrote.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TL=./tlogctl
@@ -11,21 +13,48 @@ cleanup() {
 }
 trap cleanup EXIT
 
+run() { echo; echo "\$ tlogctl $*"; "$TL" "$@"; }
+
+# A small source tree: a sparse file (a hole between two runs of data), a
+# hard link, a symlink, an xattr, times with nanoseconds, and a FIFO and a
+# device node when root.
 mkdir -p "$work/src/docs" "$work/src/bin"
 echo "hello from an offline image" > "$work/src/docs/readme.txt"
 head -c 200000 /dev/urandom > "$work/src/bin/blob"
+head -c 8192 /dev/urandom | dd of="$work/src/bin/blob" bs=4096 seek=256 conv=notrunc status=none
+ln "$work/src/docs/readme.txt" "$work/src/docs/hardlink.txt"
 ln -s docs/readme.txt "$work/src/link"
-truncate -s 256M "$work/demo.img"
-mkfs.btrfs -q -f -L demo -r "$work/src" "$work/demo.img"
+command -v setfattr > /dev/null && setfattr -n user.origin -v demo "$work/src/docs/readme.txt"
+touch -d "2024-02-29 12:34:56.123456789" "$work/src/docs/readme.txt"
+if [ "$(id -u)" = 0 ]; then
+	mkfifo "$work/src/bin/pipe"
+	mknod "$work/src/bin/null" c 1 3
+fi
 
-run() { echo; echo "\$ tlogctl $*"; "$TL" "$@"; }
+# With SOURCE_DATE_EPOCH (times after it are clamped to it, and it is the
+# filesystem's own time) and a fixed UUID (-U: the other UUIDs derive from
+# it), the image depends on the source alone: two builds are identical.
+export SOURCE_DATE_EPOCH=1735689600	# 2025-01-01
+UUID=0b6c8f6e-2a8f-4c1e-9d57-3f0d1f4a5e21
+run mkfs -L demo -b 256M -U $UUID --rootdir "$work/src" "$work/demo.img"
+"$TL" mkfs -q -L demo -b 256M -U $UUID --rootdir "$work/src" "$work/again.img"
+echo; echo "\$ sha256sum demo.img again.img    # a second build of the same tree"
+(cd "$work" && sha256sum demo.img again.img)
+a=$(sha256sum < "$work/demo.img")
+b=$(sha256sum < "$work/again.img")
+[ "$a" = "$b" ] || { echo "the two builds differ: not reproducible"; exit 1; }
+rm -f "$work/again.img"
+unset SOURCE_DATE_EPOCH
+
 run --version
 run mkfs -L made-by-tlogctl -b 256M -f "$work/fresh.img"
 run dump-tree -t fs "$work/fresh.img"
 run dump-super "$work/demo.img"
 run ls -l -i "$work/demo.img" /
-run ls -l "$work/demo.img" /docs
+run ls -l -i "$work/demo.img" /docs
+run ls -l -i "$work/demo.img" /bin
 run stat "$work/demo.img" /bin/blob
+run stat "$work/demo.img" /docs/readme.txt
 run fiemap -v "$work/demo.img" /bin/blob
 run seek "$work/demo.img" /bin/blob -a -r 0
 run cat "$work/demo.img" /docs/readme.txt
@@ -60,8 +89,7 @@ if [ "$(id -u)" != 0 ] || ! grep -qw btrfs /proc/filesystems; then
 	exit 0
 fi
 mkdir -p "$work/mnt"
-truncate -s 256M "$work/live.img"
-mkfs.btrfs -q -f "$work/live.img"
+"$TL" mkfs -q -b 256M "$work/live.img"
 mount -o loop,commit=3600 "$work/live.img" "$work/mnt"
 mkdir "$work/mnt/d"
 echo "committed" > "$work/mnt/d/old"
