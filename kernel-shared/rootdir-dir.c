@@ -27,6 +27,11 @@
  * (the owner, or root): reading the tree must not change the atimes a
  * second run would copy.  (readlink cannot help moving a symlink's.)
  *
+ * tlog_source_open_dir() walks in a thread of its own, ahead of the
+ * caller, so that the source's system calls overlap the caller's work;
+ * the caller sees exactly the entries, data and errors of a walk on its
+ * own thread (see "read-ahead" below).
+ *
  * Regular files are read with SEEK_DATA/SEEK_HOLE, so that a hole is never
  * read (nor written) as zeros, in blocks of at most DATA_BLOCK bytes that
  * do not cross a multiple of DATA_BLOCK.  A file that changes while it is
@@ -37,10 +42,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -78,6 +85,16 @@ struct link_table {
 	size_t cap, nr;		/* cap is 0 or a power of two, nr <= cap / 2 */
 };
 
+/*
+ * Where the data of one regular file is read: its blocks come from @fd,
+ * [@pos, @seg_end) being the rest of the data segment being read.
+ */
+struct data_reader {
+	int fd;			/* -1: none */
+	u64 size, pos, seg_end;
+	char *data;		/* DATA_BLOCK bytes, allocated at the first read */
+};
+
 struct dir_source {
 	struct tlog_source src;
 	bool light;		/* estimating: no xattrs, targets or data */
@@ -107,10 +124,7 @@ struct dir_source {
 	size_t *xoffs;		/* where each value starts in @xvalues */
 	size_t xoffs_alloc;
 
-	/* the regular file last listed */
-	int file_fd;
-	u64 file_size, pos, seg_end;
-	char *data;
+	struct data_reader file;	/* the regular file last listed */
 };
 
 static struct dir_source *dir_of(struct tlog_source *src)
@@ -120,11 +134,17 @@ static struct dir_source *dir_of(struct tlog_source *src)
 
 /* ---- messages ---- */
 
-/* Record "ROOT/PATH: WHAT: strerror" for the current entry and return @err. */
+/* Record "ROOT/PATH: WHAT: strerror" and return @err. */
+static int path_error(const char *root, const char *path, int err, const char *what)
+{
+	return tlog_error(err, "%s%s%s: %s: %s", root, path[0] ? "/" : "", path, what,
+			  strerror(-err));
+}
+
+/* The same, for the current entry. */
 static int entry_error(struct dir_source *ds, int err, const char *what)
 {
-	return tlog_error(err, "%s%s%s: %s: %s", ds->root, ds->path[0] ? "/" : "", ds->path,
-			  what, strerror(-err));
+	return path_error(ds->root, ds->path, err, what);
 }
 
 /* ---- hard links ---- */
@@ -577,9 +597,9 @@ static int set_path(struct dir_source *ds, const struct dir_frame *f, const char
 
 static void end_file(struct dir_source *ds)
 {
-	if (ds->file_fd >= 0)
-		close(ds->file_fd);
-	ds->file_fd = -1;
+	if (ds->file.fd >= 0)
+		close(ds->file.fd);
+	ds->file.fd = -1;
 }
 
 static int list_root(struct dir_source *ds, struct tlog_src_entry *e)
@@ -654,7 +674,7 @@ static int list_file(struct dir_source *ds, int dirfd, const char *name,
 
 	if (fd < 0)
 		return entry_error(ds, -errno, "cannot open");
-	ds->file_fd = fd;
+	ds->file.fd = fd;
 	err = statx_fd(fd, &stx);
 	if (err)
 		return entry_error(ds, err, "cannot stat");
@@ -663,9 +683,9 @@ static int list_file(struct dir_source *ds, int dirfd, const char *name,
 	err = fill_entry(ds, &stx, e);
 	if (err)
 		return err;
-	ds->file_size = e->size;
-	ds->pos = 0;
-	ds->seg_end = 0;
+	ds->file.size = e->size;
+	ds->file.pos = 0;
+	ds->file.seg_end = 0;
 	t = (struct xattr_target){ .fd = fd };
 	return read_xattrs(ds, &t, e);
 }
@@ -758,79 +778,89 @@ static int dir_next(struct tlog_source *src, struct tlog_src_entry *e)
 
 /* ---- data ---- */
 
-/* The next data segment at or after ds->pos: 0, or 1 when only holes are left. */
-static int seek_segment(struct dir_source *ds)
+/*
+ * The next data segment at or after r->pos: 0, or 1 when only holes are
+ * left.  Errors name ROOT/PATH.
+ */
+static int seek_segment(struct data_reader *r, const char *root, const char *path)
 {
-	off_t data = lseek(ds->file_fd, (off_t)ds->pos, SEEK_DATA), hole;
+	off_t data = lseek(r->fd, (off_t)r->pos, SEEK_DATA), hole;
 
 	if (data < 0 && errno == ENXIO)
 		return 1;
 	if (data < 0)
-		return entry_error(ds, -errno, "cannot seek to data");
-	if ((u64)data >= ds->file_size)
+		return path_error(root, path, -errno, "cannot seek to data");
+	if ((u64)data >= r->size)
 		return 1;
-	hole = lseek(ds->file_fd, data, SEEK_HOLE);
+	hole = lseek(r->fd, data, SEEK_HOLE);
 	if (hole < 0)
-		return entry_error(ds, -errno, "cannot seek to hole");
-	ds->pos = (u64)data;
-	ds->seg_end = (u64)hole < ds->file_size ? (u64)hole : ds->file_size;
-	if (ds->seg_end <= ds->pos)	/* changed between the two calls */
-		ds->seg_end = ds->pos + 1;
+		return path_error(root, path, -errno, "cannot seek to hole");
+	r->pos = (u64)data;
+	r->seg_end = (u64)hole < r->size ? (u64)hole : r->size;
+	if (r->seg_end <= r->pos)	/* changed between the two calls */
+		r->seg_end = r->pos + 1;
+	return 0;
+}
+
+/* The next block of @r, as read_data() of struct tlog_source_ops gives it. */
+static int read_block(struct data_reader *r, const char *root, const char *path,
+		      const void **buf, size_t *len, u64 *off)
+{
+	size_t want, done = 0;
+	u64 end;
+
+	if (r->fd < 0 || r->pos >= r->size)
+		return 1;
+	if (r->pos >= r->seg_end) {
+		int ret = seek_segment(r, root, path);
+
+		if (ret) {
+			r->pos = r->size;
+			return ret;
+		}
+	}
+	if (!r->data) {
+		r->data = malloc(DATA_BLOCK);
+		if (!r->data)
+			return path_error(root, path, -ENOMEM, "cannot read");
+	}
+	end = round_down(r->pos, DATA_BLOCK) + DATA_BLOCK;
+	if (end > r->seg_end)
+		end = r->seg_end;
+	want = (size_t)(end - r->pos);
+	while (done < want) {
+		ssize_t n = pread(r->fd, r->data + done, want - done, (off_t)(r->pos + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return path_error(root, path, -errno, "cannot read");
+		if (n == 0) {
+			/* it shrank: zeros up to here, a hole after */
+			memset(r->data + done, 0, want - done);
+			r->seg_end = r->size;
+			end = r->size;
+			break;
+		}
+		done += (size_t)n;
+	}
+	*buf = r->data;
+	*len = want;
+	*off = r->pos;
+	r->pos = end;
 	return 0;
 }
 
 static int dir_read_data(struct tlog_source *src, const void **buf, size_t *len, u64 *off)
 {
 	struct dir_source *ds = dir_of(src);
-	size_t want, done = 0;
-	u64 end;
 
-	if (ds->file_fd < 0 || ds->pos >= ds->file_size)
-		return 1;
-	if (ds->pos >= ds->seg_end) {
-		int ret = seek_segment(ds);
-
-		if (ret) {
-			ds->pos = ds->file_size;
-			return ret;
-		}
-	}
-	if (!ds->data) {
-		ds->data = malloc(DATA_BLOCK);
-		if (!ds->data)
-			return entry_error(ds, -ENOMEM, "cannot read");
-	}
-	end = round_down(ds->pos, DATA_BLOCK) + DATA_BLOCK;
-	if (end > ds->seg_end)
-		end = ds->seg_end;
-	want = (size_t)(end - ds->pos);
-	while (done < want) {
-		ssize_t n = pread(ds->file_fd, ds->data + done, want - done,
-				  (off_t)(ds->pos + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return entry_error(ds, -errno, "cannot read");
-		if (n == 0) {
-			/* it shrank: zeros up to here, a hole after */
-			memset(ds->data + done, 0, want - done);
-			ds->seg_end = ds->file_size;
-			end = ds->file_size;
-			break;
-		}
-		done += (size_t)n;
-	}
-	*buf = ds->data;
-	*len = want;
-	*off = ds->pos;
-	ds->pos = end;
-	return 0;
+	return read_block(&ds->file, ds->root, ds->path, buf, len, off);
 }
 
 static int dir_data_fd(struct tlog_source *src)
 {
-	return dir_of(src)->file_fd;
+	return dir_of(src)->file.fd;
 }
 
 static void dir_close(struct tlog_source *src)
@@ -848,7 +878,7 @@ static void dir_close(struct tlog_source *src)
 	free(ds->xvalues);
 	free(ds->xattrs);
 	free(ds->xoffs);
-	free(ds->data);
+	free(ds->file.data);
 	free(ds->root);
 	free(ds);
 }
@@ -876,7 +906,7 @@ static int open_dir(const char *path, bool light, struct dir_source **ret)
 	ds->src.ops = &dir_ops;
 	ds->src.name = ds->root;
 	ds->light = light;
-	ds->file_fd = -1;
+	ds->file.fd = -1;
 	ds->proc_fd = stat("/proc/self/fd", &st) == 0;
 	if (stat(path, &st))
 		err = -errno;
@@ -890,14 +920,512 @@ static int open_dir(const char *path, bool light, struct dir_source **ret)
 	return 0;
 }
 
+/* ---- read-ahead ---- */
+
+/*
+ * The walk runs ahead in a thread of its own, so that the source's
+ * system calls (statx, open, SEEK_DATA/read, xattrs, getdents, close)
+ * overlap the building of the trees on the caller's thread.  The worker
+ * calls dir_next() exactly as the caller would and copies each entry into
+ * a slot of a ring: its path, symlink target, xattrs, and for a regular
+ * file of at most RA_SMALL bytes its data blocks (as read_block gives
+ * them, holes left out) or the error that cut them short.  The caller
+ * takes the slots in order, so entries, blocks and errors come exactly
+ * as without the worker, at the same point and with the same message
+ * (the error context is per thread: the worker copies the message into
+ * the slot and the caller records it again).
+ *
+ * A regular file's slot keeps its descriptor open, for data_fd() and for
+ * the data of a larger file, read on the caller's thread as before.  The
+ * caller passes descriptors it is done with back to the worker to close.
+ *
+ * Bounds (invariant, under @lock): head - released <= RA_SLOTS slots in
+ * use; no slot is filled while @bytes >= RA_BYTES or @fds >= @fd_max
+ * (@fds counts descriptors in slots in use and in @closing).  The slot
+ * the caller has (the last taken) stays in use until its next call of
+ * next() or close().  Neither side waits on the other for long: the
+ * worker wakes a waiting caller at the end, before it waits itself and
+ * every RA_BATCH entries; the caller wakes a waiting worker when the
+ * queue is at half and before it waits itself, when the queue is empty
+ * (and nothing bounds the worker then).
+ *
+ * TLOG_ROOTDIR_NO_READAHEAD=1 in the environment walks on the caller's
+ * thread as before (for tests comparing the two, and those that change
+ * the tree between calls).
+ */
+#define RA_SLOTS	1024
+#define RA_BYTES	(64U << 20)
+#define RA_SMALL	(256U << 10)
+#define RA_FDS		256
+/*
+ * A thread switch costs more than an entry: a caller that has caught up
+ * waits for RA_BATCH entries (or the end) before it is woken, and a
+ * worker that filled the queue waits for it to drain to half.
+ */
+#define RA_BATCH	64
+/*
+ * A slot's buffer larger than this is freed when the slot is reused: what
+ * all slots keep between entries stays under RA_SLOTS * RA_KEEP.
+ */
+#define RA_KEEP		(64U << 10)
+
+struct ra_block {
+	u64 off;
+	size_t len, at;		/* at: where in the slot's @buf */
+};
+
+struct ra_slot {
+	struct tlog_src_entry e;	/* pointers into @buf and @xattrs once filled */
+	int ret;			/* of next(): 0, 1 (the end) or -errno */
+	char *msg;			/* the reason of ret < 0 */
+	int fd;				/* a regular file's, or -1 */
+	bool preread;			/* the data is in @blocks (then @data_err) */
+	int data_err;			/* 0, or the error read_data gives after the blocks */
+	char *data_msg;
+	char *buf;			/* path, target, xattr names and values, data */
+	size_t used, alloc;
+	struct tlog_src_xattr *xattrs;
+	size_t xattrs_alloc;
+	struct ra_block *blocks;
+	size_t nr_blocks, blocks_alloc;
+};
+
+struct ra_source {
+	struct tlog_source src;
+	struct dir_source *ds;		/* the worker's walk */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t ready;		/* a slot was filled */
+	pthread_cond_t room;		/* a slot or descriptor was given back, or stop */
+	struct ra_slot *slots;
+	size_t head, tail, released;	/* filled, taken, given back: released <= tail <= head */
+	size_t bytes, fds, fd_max;
+	int *closing;			/* descriptors given back, for the worker to close */
+	size_t nr_closing;
+	bool stop;
+	bool worker_waits, caller_waits;	/* in pthread_cond_wait */
+	bool thread_started;
+	int *worker_closing;		/* the worker's copy of @closing, while it closes them */
+
+	/* the caller's side */
+	struct ra_slot *cur;		/* the slot of the entry last taken */
+	size_t next_block;
+	struct data_reader rd;		/* a larger file's data */
+};
+
+static struct ra_source *ra_of(struct tlog_source *src)
+{
+	return (struct ra_source *)src;
+}
+
+/* A copy of @len bytes at @p into @s's buffer; where in *@at. */
+static int slot_put(struct ra_slot *s, const void *p, size_t len, size_t *at)
+{
+	int err = array_reserve(s->buf, s->alloc, s->used + len);
+
+	if (err)
+		return err;
+	memcpy(s->buf + s->used, p, len);
+	*at = s->used;
+	s->used += len;
+	return 0;
+}
+
+static int slot_put_str(struct ra_slot *s, const char *str, size_t *at)
+{
+	return slot_put(s, str, strlen(str) + 1, at);
+}
+
+/* @s emptied for a new entry (its descriptor already given back). */
+static void slot_reset(struct ra_slot *s)
+{
+	free(s->msg);
+	free(s->data_msg);
+	s->msg = s->data_msg = NULL;
+	s->ret = s->data_err = 0;
+	s->fd = -1;
+	s->preread = false;
+	s->used = 0;
+	s->nr_blocks = 0;
+	if (s->alloc > RA_KEEP) {
+		free(s->buf);
+		s->buf = NULL;
+		s->alloc = 0;
+	}
+}
+
+static void slot_free(struct ra_slot *s)
+{
+	slot_reset(s);
+	free(s->buf);
+	free(s->xattrs);
+	free(s->blocks);
+}
+
+/* The error recorded on this thread, copied; NULL if there is none or no memory. */
+static char *error_copy(void)
+{
+	const char *msg = tlog_error_get();
+
+	return msg ? strdup(msg) : NULL;
+}
+
+/* Every data block of the file the walk is on, into @s (a read error ends them). */
+static int slot_read_data(struct ra_source *ra, struct ra_slot *s)
+{
+	const void *buf;
+	size_t len;
+	u64 off;
+	int ret;
+
+	s->preread = true;
+	ret = array_reserve(s->buf, s->alloc, s->used + ra->ds->file.size);
+	if (ret)
+		return ret;
+	while ((ret = dir_read_data(&ra->ds->src, &buf, &len, &off)) == 0) {
+		struct ra_block *b;
+		int err = array_reserve(s->blocks, s->blocks_alloc, s->nr_blocks + 1);
+
+		if (err)
+			return err;
+		b = &s->blocks[s->nr_blocks];
+		err = slot_put(s, buf, len, &b->at);
+		if (err)
+			return err;
+		b->off = off;
+		b->len = len;
+		s->nr_blocks++;
+	}
+	if (ret < 0) {
+		s->data_err = ret;
+		s->data_msg = error_copy();
+	}
+	return 0;
+}
+
+/* Entry @e the walk gave, copied into @s with everything it points to. */
+static int slot_fill(struct ra_source *ra, struct ra_slot *s, const struct tlog_src_entry *e)
+{
+	size_t path_at, target_at = 0, *name_at = NULL, *value_at = NULL;
+	int err;
+
+	s->e = *e;
+	if (e->nr_xattrs) {
+		name_at = malloc(2 * e->nr_xattrs * sizeof(*name_at));
+		if (!name_at)
+			return -ENOMEM;
+		value_at = name_at + e->nr_xattrs;
+	}
+	err = slot_put_str(s, e->path, &path_at);
+	if (!err && e->symlink)
+		err = slot_put_str(s, e->symlink, &target_at);
+	for (size_t i = 0; !err && i < e->nr_xattrs; i++) {
+		err = slot_put_str(s, e->xattrs[i].name, &name_at[i]);
+		if (!err)
+			err = slot_put(s, e->xattrs[i].value, e->xattrs[i].size, &value_at[i]);
+	}
+	if (!err)
+		err = array_reserve(s->xattrs, s->xattrs_alloc, e->nr_xattrs);
+	if (!err && S_ISREG(e->mode)) {
+		if (e->size <= RA_SMALL)
+			err = slot_read_data(ra, s);
+		s->fd = ra->ds->file.fd;
+		ra->ds->file.fd = -1;
+	}
+	if (!err) {
+		/* @buf moves no more */
+		s->e.path = s->buf + path_at;
+		if (e->symlink)
+			s->e.symlink = s->buf + target_at;
+		for (size_t i = 0; i < e->nr_xattrs; i++)
+			s->xattrs[i] = (struct tlog_src_xattr){
+				.name = s->buf + name_at[i],
+				.value = s->buf + value_at[i],
+				.size = e->xattrs[i].size,
+			};
+		s->e.xattrs = e->nr_xattrs ? s->xattrs : NULL;
+	}
+	free(name_at);
+	return err;
+}
+
+/*
+ * Wait until a slot may be filled, closing what the caller gave back
+ * meanwhile: true, or false when the worker is to stop.
+ */
+static bool ra_wait_room(struct ra_source *ra, int *closing)
+{
+	bool go;
+
+	pthread_mutex_lock(&ra->lock);
+	for (;;) {
+		size_t n = ra->nr_closing;
+
+		if (ra->stop)
+			break;
+		if (n >= RA_BATCH || (n && ra->fds >= ra->fd_max)) {
+			memcpy(closing, ra->closing, n * sizeof(*closing));
+			ra->nr_closing = 0;
+			pthread_mutex_unlock(&ra->lock);
+			for (size_t i = 0; i < n; i++)
+				close(closing[i]);
+			pthread_mutex_lock(&ra->lock);
+			ra->fds -= n;
+			continue;
+		}
+		if (ra->head - ra->released < RA_SLOTS && ra->bytes < RA_BYTES &&
+		    ra->fds < ra->fd_max)
+			break;
+		if (ra->caller_waits)
+			pthread_cond_signal(&ra->ready);
+		ra->worker_waits = true;
+		pthread_cond_wait(&ra->room, &ra->lock);
+		ra->worker_waits = false;
+	}
+	go = !ra->stop;
+	pthread_mutex_unlock(&ra->lock);
+	return go;
+}
+
+/* The worker: the walk, one slot per entry, up to the end or the first error. */
+static void *ra_worker(void *arg)
+{
+	struct ra_source *ra = arg;
+	int ret = 0;
+
+	while (ret == 0) {
+		struct ra_slot *s = &ra->slots[ra->head % RA_SLOTS];
+		struct tlog_src_entry e;
+
+		if (!ra_wait_room(ra, ra->worker_closing))
+			break;
+		slot_reset(s);
+		tlog_error_clear();
+		ret = dir_next(&ra->ds->src, &e);
+		if (ret == 0) {
+			int err = slot_fill(ra, s, &e);
+
+			if (err)
+				ret = entry_error(ra->ds, err, "cannot queue");
+		}
+		if (ret) {
+			s->ret = ret;
+			s->msg = ret < 0 ? error_copy() : NULL;
+		}
+		pthread_mutex_lock(&ra->lock);
+		ra->head++;
+		ra->bytes += s->used;
+		ra->fds += s->fd >= 0;
+		if (ra->caller_waits && (ra->head - ra->tail >= RA_BATCH || ret))
+			pthread_cond_signal(&ra->ready);
+		pthread_mutex_unlock(&ra->lock);
+	}
+	return NULL;
+}
+
+/*
+ * Under @lock, on the caller's side: wake a waiting worker if the queue
+ * drained to half, or @now.
+ */
+static void ra_wake_worker(struct ra_source *ra, bool now)
+{
+	if (!ra->worker_waits)
+		return;
+	if (now || (ra->head - ra->released <= RA_SLOTS / 2 && ra->bytes <= RA_BYTES / 2 &&
+		    ra->fds - ra->nr_closing <= ra->fd_max / 2))
+		pthread_cond_signal(&ra->room);
+}
+
+/* The caller is done with its slot: its data no longer counts, its descriptor goes back. */
+static void ra_release(struct ra_source *ra)
+{
+	struct ra_slot *s = ra->cur;
+
+	if (!s)
+		return;
+	ra->cur = NULL;
+	ra->rd.fd = -1;
+	pthread_mutex_lock(&ra->lock);
+	ra->released++;
+	ra->bytes -= s->used;
+	if (s->fd >= 0)
+		ra->closing[ra->nr_closing++] = s->fd;
+	s->fd = -1;
+	ra_wake_worker(ra, false);
+	pthread_mutex_unlock(&ra->lock);
+}
+
+static int ra_next(struct tlog_source *src, struct tlog_src_entry *e)
+{
+	struct ra_source *ra = ra_of(src);
+	struct ra_slot *s;
+
+	ra_release(ra);
+	pthread_mutex_lock(&ra->lock);
+	if (ra->tail == ra->head)
+		ra_wake_worker(ra, true);
+	while (ra->tail == ra->head) {
+		ra->caller_waits = true;
+		pthread_cond_wait(&ra->ready, &ra->lock);
+		ra->caller_waits = false;
+	}
+	s = &ra->slots[ra->tail % RA_SLOTS];
+	/* the last slot (the end or an error) stays, for every later call */
+	if (!s->ret)
+		ra->tail++;
+	pthread_mutex_unlock(&ra->lock);
+	if (s->ret < 0)
+		return tlog_error(s->ret, "%s", s->msg ? s->msg : strerror(-s->ret));
+	if (s->ret)
+		return 1;
+	ra->cur = s;
+	ra->next_block = 0;
+	ra->rd = (struct data_reader){ .fd = s->fd, .size = s->e.size, .data = ra->rd.data };
+	*e = s->e;
+	return 0;
+}
+
+static int ra_read_data(struct tlog_source *src, const void **buf, size_t *len, u64 *off)
+{
+	struct ra_source *ra = ra_of(src);
+	struct ra_slot *s = ra->cur;
+	struct ra_block *b;
+
+	if (!s)
+		return 1;
+	if (!s->preread)
+		return read_block(&ra->rd, ra->ds->root, s->e.path, buf, len, off);
+	if (ra->next_block == s->nr_blocks) {
+		if (!s->data_err)
+			return 1;
+		return tlog_error(s->data_err, "%s",
+				  s->data_msg ? s->data_msg : strerror(-s->data_err));
+	}
+	b = &s->blocks[ra->next_block++];
+	*buf = s->buf + b->at;
+	*len = b->len;
+	*off = b->off;
+	return 0;
+}
+
+static int ra_data_fd(struct tlog_source *src)
+{
+	struct ra_source *ra = ra_of(src);
+
+	return ra->cur ? ra->cur->fd : -1;
+}
+
+/* Stop the worker wherever it is, and free everything (also from ra_open halfway). */
+static void ra_close(struct tlog_source *src)
+{
+	struct ra_source *ra = ra_of(src);
+
+	if (ra->thread_started) {
+		pthread_mutex_lock(&ra->lock);
+		ra->stop = true;
+		pthread_cond_broadcast(&ra->room);
+		pthread_mutex_unlock(&ra->lock);
+		pthread_join(ra->thread, NULL);
+	}
+	for (size_t i = ra->released; i < ra->head; i++) {
+		struct ra_slot *s = &ra->slots[i % RA_SLOTS];
+
+		if (s->fd >= 0)
+			close(s->fd);
+		s->fd = -1;
+	}
+	for (size_t i = 0; i < ra->nr_closing; i++)
+		close(ra->closing[i]);
+	for (size_t i = 0; ra->slots && i < RA_SLOTS; i++)
+		slot_free(&ra->slots[i]);
+	free(ra->slots);
+	free(ra->closing);
+	free(ra->worker_closing);
+	free(ra->rd.data);
+	pthread_cond_destroy(&ra->room);
+	pthread_cond_destroy(&ra->ready);
+	pthread_mutex_destroy(&ra->lock);
+	if (ra->ds)
+		dir_close(&ra->ds->src);
+	free(ra);
+}
+
+static const struct tlog_source_ops ra_ops = {
+	.next = ra_next,
+	.read_data = ra_read_data,
+	.data_fd = ra_data_fd,
+	.close = ra_close,
+};
+
+/* Descriptors the queue may hold: a share of what the process may open beside the walk's. */
+static size_t ra_fd_max(void)
+{
+	struct rlimit rl;
+	rlim_t room;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return RA_FDS;
+	if (rl.rlim_cur <= DIR_FDS_OPEN + 32)
+		return 1;
+	room = (rl.rlim_cur - DIR_FDS_OPEN - 32) / 2;
+	return room < RA_FDS ? (size_t)room : RA_FDS;
+}
+
+static bool readahead_wanted(void)
+{
+	const char *v = getenv("TLOG_ROOTDIR_NO_READAHEAD");
+
+	return !v || !v[0] || !strcmp(v, "0");
+}
+
+/*
+ * @ds behind a read-ahead worker: 0 and *@ret, or 1 when no thread or
+ * memory for it can be had (the caller walks on its own thread then,
+ * with @ds as it was).
+ */
+static int ra_open(struct dir_source *ds, struct tlog_source **ret)
+{
+	struct ra_source *ra = calloc(1, sizeof(*ra));
+
+	if (!ra)
+		return 1;
+	ra->src = (struct tlog_source){
+		.ops = &ra_ops,
+		.name = ds->root,
+		.estimated_bytes = ds->src.estimated_bytes,
+	};
+	ra->ds = ds;
+	ra->fd_max = ra_fd_max();
+	ra->rd.fd = -1;
+	pthread_mutex_init(&ra->lock, NULL);
+	pthread_cond_init(&ra->ready, NULL);
+	pthread_cond_init(&ra->room, NULL);
+	ra->slots = calloc(RA_SLOTS, sizeof(*ra->slots));
+	ra->closing = calloc(ra->fd_max, sizeof(*ra->closing));
+	ra->worker_closing = calloc(ra->fd_max, sizeof(*ra->worker_closing));
+	for (size_t i = 0; ra->slots && i < RA_SLOTS; i++)
+		ra->slots[i].fd = -1;
+	if (!ra->slots || !ra->closing || !ra->worker_closing ||
+	    pthread_create(&ra->thread, NULL, ra_worker, ra)) {
+		ra->ds = NULL;
+		ra_close(&ra->src);
+		return 1;
+	}
+	ra->thread_started = true;
+	*ret = &ra->src;
+	return 0;
+}
+
 int tlog_source_open_dir(const char *path, struct tlog_source **ret)
 {
 	struct dir_source *ds;
 	int err = open_dir(path, false, &ds);
 
-	if (!err)
+	if (err)
+		return err;
+	if (!readahead_wanted() || ra_open(ds, ret))
 		*ret = &ds->src;
-	return err;
+	return 0;
 }
 
 int tlog_source_estimate_dir(const char *path, u64 *bytes)

@@ -8,7 +8,10 @@
  *    xattrs, a symlink's target, a FIFO, data blocks of at most 1 MiB on
  *    1 MiB boundaries, a sparse file whose holes are never read; a chain
  *    of directories deeper than the descriptors allowed; the estimate;
- *    errors that name the path;
+ *    errors that name the path; the read-ahead worker giving the same
+ *    stream of entries, blocks and errors as a walk on the caller's
+ *    thread (TLOG_ROOTDIR_NO_READAHEAD=1), over some thousands of
+ *    entries, and a caller stopping anywhere without leaking;
  *  - archives written here with libarchive (pax, plain and gzip): paths
  *    brought to one spelling and ".." refused, owners, times, device
  *    numbers, a sparse map, hard links, symlinks, xattrs once each, POSIX
@@ -16,6 +19,7 @@
  *    has them), standard input; damaged and truncated archives fail
  *    cleanly.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -607,7 +611,10 @@ Test(rootdir_source, dir_ancestor_moved)
 
 	make_root();
 	make_chain(150, 87);
+	/* the walk must not be done before the move: on the caller's thread */
+	setenv("TLOG_ROOTDIR_NO_READAHEAD", "1", 1);
 	cr_assert_eq(tlog_source_open_dir(root, &src), 0);
+	unsetenv("TLOG_ROOTDIR_NO_READAHEAD");
 	do {
 		cr_assert_eq(src->ops->next(src, &e), 0);
 	} while (strlen(e.path) < 150 * 2 - 1);
@@ -688,6 +695,251 @@ Test(rootdir_source, dir_errors_name_the_path)
 	}
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+}
+
+/* ---- read-ahead (a worker thread walks ahead of the caller) ---- */
+
+#define GEN_DIRS	12
+#define GEN_FILES	300
+
+/*
+ * A tree of some thousands of entries: in each directory files of sizes
+ * around the read-ahead's cut (256 KiB) and the 1 MiB block, sparse ones,
+ * symlinks, xattrs, hard links across directories, FIFOs, nested dirs.
+ */
+static void make_big_tree(void)
+{
+	static unsigned char buf[MIB + 4096];
+	char rel[64], rel2[64];
+
+	make_root();
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = pattern(i);
+	for (int d = 0; d < GEN_DIRS; d++) {
+		snprintf(rel, sizeof(rel), "d%02d", d);
+		cr_assert_eq(mkdir(at(rel), 0755), 0);
+		snprintf(rel, sizeof(rel), "d%02d/sub", d);
+		cr_assert_eq(mkdir(at(rel), 0755), 0);
+		for (int f = 0; f < GEN_FILES; f++) {
+			static const size_t sizes[] = { 0, 1, 100, 4096, 5000, 65536, 256 << 10,
+							(256 << 10) + 1, MIB + 17 };
+			size_t size = f % 40 == 7 ? sizes[f / 40 % 9] : (size_t)(f * 37 + d) % 9000;
+
+			snprintf(rel, sizeof(rel), "d%02d/%sf%03d", d, f % 3 ? "" : "sub/", f);
+			if (f % 50 == 11) {
+				const char *to = f % 100 == 11 ? "somewhere/else" : "f001";
+
+				cr_assert_eq(symlink(to, at(rel)), 0);
+				continue;
+			}
+			if (f % 97 == 5) {
+				cr_assert_eq(mkfifo(at(rel), 0600), 0);
+				continue;
+			}
+			write_file(rel, buf + f, size);
+			if (f % 31 == 3) {
+				int fd = open(at(rel), O_WRONLY);
+
+				cr_assert(fd >= 0);
+				cr_assert_eq(pwrite(fd, "end", 3, 3 * MIB + f), 3);
+				close(fd);
+			}
+			if (f % 7 == 2)
+				cr_assert_eq(setxattr(at(rel), "user.n", rel, strlen(rel), 0), 0);
+			if (f % 13 == 4)
+				cr_assert_eq(setxattr(at(rel), "user.big", buf, 3000, 0), 0);
+			if (f % 61 == 9 && d) {
+				snprintf(rel2, sizeof(rel2), "d%02d/z-link%03d", d - 1, f);
+				cr_assert_eq(link(at(rel), at(rel2)), 0);
+			}
+		}
+	}
+}
+
+/* Append @len bytes to @out. */
+static void put(FILE *out, const void *p, size_t len)
+{
+	cr_assert_eq(fwrite(p, 1, len, out), len);
+}
+
+/*
+ * Everything the directory source gives, in order, as bytes: entries
+ * with every field, xattrs, blocks with their offsets and data, whether
+ * there is a descriptor, the error (number and message) that ends it.
+ * @stop_after: stop after that many entries (0: never).
+ */
+static char *stream_of(const char *dir, bool readahead, size_t stop_after, size_t *len)
+{
+	struct tlog_source *src;
+	struct tlog_src_entry e;
+	char *mem = NULL;
+	size_t n = 0;
+	FILE *out = open_memstream(&mem, len);
+	int ret;
+
+	cr_assert_not_null(out);
+	if (readahead)
+		unsetenv("TLOG_ROOTDIR_NO_READAHEAD");
+	else
+		setenv("TLOG_ROOTDIR_NO_READAHEAD", "1", 1);
+	cr_assert_eq(tlog_source_open_dir(dir, &src), 0);
+	unsetenv("TLOG_ROOTDIR_NO_READAHEAD");
+	while ((ret = src->ops->next(src, &e)) == 0) {
+		const void *buf;
+		size_t blen;
+		u64 off;
+		int fd = src->ops->data_fd(src);
+
+		fprintf(out, "%s|%o %u %u %llu %llu %lld.%ld %lld.%ld %lld.%ld %d %lld.%ld %llu %u",
+			e.path, e.mode, e.uid, e.gid, (unsigned long long)e.rdev,
+			(unsigned long long)e.size, (long long)e.atime.tv_sec, e.atime.tv_nsec,
+			(long long)e.mtime.tv_sec, e.mtime.tv_nsec, (long long)e.ctime.tv_sec,
+			e.ctime.tv_nsec, e.has_btime, (long long)e.btime.tv_sec, e.btime.tv_nsec,
+			(unsigned long long)e.link_id, e.nlink);
+		fprintf(out, " [%s] fd %d\n", e.symlink ? e.symlink : "-", fd >= 0);
+		cr_assert_eq(e.hardlink, NULL);
+		cr_assert_eq(fd >= 0, S_ISREG(e.mode), "%s", e.path);
+		for (size_t i = 0; i < e.nr_xattrs; i++) {
+			fprintf(out, "x %s %zu:", e.xattrs[i].name, e.xattrs[i].size);
+			put(out, e.xattrs[i].value, e.xattrs[i].size);
+			fputc('\n', out);
+		}
+		while (S_ISREG(e.mode) &&
+		       (ret = src->ops->read_data(src, &buf, &blen, &off)) == 0) {
+			fprintf(out, "b %llu %zu:", (unsigned long long)off, blen);
+			put(out, buf, blen);
+			fputc('\n', out);
+		}
+		if (ret < 0)
+			break;
+		if (++n == stop_after)
+			break;
+	}
+	if (ret < 0)
+		fprintf(out, "error %d %s\n", ret, tlog_error_get());
+	else
+		fprintf(out, "end %d\n", ret);
+	tlog_source_close(src);
+	fclose(out);
+	return mem;
+}
+
+static size_t count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	size_t n = 0;
+
+	cr_assert_not_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* The same entries, fields, blocks and bytes with the worker as without. */
+Test(rootdir_source, dir_readahead_same_stream)
+{
+	size_t len1, len2, fds = count_fds();
+	char *s1, *s2;
+
+	make_big_tree();
+	/* a first walk moves the symlinks' atimes (readlink) once and for all */
+	free(stream_of(root, false, 0, &len1));
+	s1 = stream_of(root, false, 0, &len1);
+	s2 = stream_of(root, true, 0, &len2);
+	cr_assert_gt(len1, 20 * MIB, "the tree has its data");
+	cr_assert(len1 > 6 && !memcmp(s1 + len1 - 6, "end 1\n", 6), "the walk ends well");
+	cr_assert_eq(len1, len2, "%zu bytes without read-ahead, %zu with", len1, len2);
+	cr_assert(!memcmp(s1, s2, len1), "the streams differ");
+	free(s2);
+	/* and again: the worker's timing changes nothing */
+	s2 = stream_of(root, true, 0, &len2);
+	cr_assert(len1 == len2 && !memcmp(s1, s2, len1));
+	free(s1);
+	free(s2);
+	cr_assert_eq(count_fds(), fds, "descriptors left open");
+}
+
+/* A caller that stops anywhere (before the first entry, early, midway) leaves nothing behind. */
+Test(rootdir_source, dir_readahead_stops_early)
+{
+	static const size_t stops[] = { 1, 2, 17, 1000, 1500, 3000 };
+	struct tlog_source *src;
+	struct tlog_src_entry e;
+	size_t fds = count_fds();
+	const void *buf;
+	size_t len;
+	u64 off;
+
+	make_big_tree();
+	/* closed before the first entry */
+	cr_assert_eq(tlog_source_open_dir(root, &src), 0);
+	tlog_source_close(src);
+	/* the symlinks' atimes moved once and for all (readlink) */
+	free(stream_of(root, false, 0, &len));
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+		size_t len1, len2;
+		char *s1 = stream_of(root, false, stops[i], &len1);
+		char *s2 = stream_of(root, true, stops[i], &len2);
+
+		cr_assert(len1 == len2 && !memcmp(s1, s2, len1), "stopped after %zu", stops[i]);
+		free(s1);
+		free(s2);
+	}
+	/* stopped in the middle of a file's data, large or small */
+	cr_assert_eq(tlog_source_open_dir(root, &src), 0);
+	for (int big = 0; big < 2;) {
+		cr_assert_eq(src->ops->next(src, &e), 0);
+		if (!S_ISREG(e.mode) || !e.size)
+			continue;
+		if ((!big && e.size <= 256 * 1024) || (big && e.size > MIB)) {
+			cr_assert_eq(src->ops->read_data(src, &buf, &len, &off), 0);
+			big++;
+		}
+	}
+	tlog_source_close(src);
+	cr_assert_eq(count_fds(), fds, "descriptors left open");
+}
+
+/*
+ * Errors in the middle of the walk come at the same point, with the same
+ * message, with the worker as without: a file and a directory the user
+ * may not read.
+ */
+Test(rootdir_source, dir_readahead_errors_in_order)
+{
+	static const char *const bad[] = { "d05/f100", "d07/sub" };
+	pid_t pid;
+	int status;
+
+	if (geteuid() != 0)
+		return;
+	make_big_tree();
+	cr_assert_eq(chmod(root, 0755), 0);
+	for (size_t i = 0; i < 2; i++) {
+		cr_assert_eq(chmod(at(bad[i]), 0), 0);
+		pid = fork();
+		cr_assert(pid >= 0);
+		if (pid == 0) {
+			size_t len1, len2;
+			char *s1, *s2;
+
+			if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+			    setresuid(65534, 65534, 65534))
+				_exit(1);
+			free(stream_of(root, false, 0, &len1));	/* atimes of symlinks */
+			s1 = stream_of(root, false, 0, &len1);
+			s2 = stream_of(root, true, 0, &len2);
+			if (!memmem(s1, len1, "error -13 ", 10) ||
+			    !memmem(s1, len1, bad[i], strlen(bad[i])))
+				_exit(2);
+			_exit(len1 == len2 && !memcmp(s1, s2, len1) ? 0 : 3);
+		}
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: status %d", bad[i],
+			  status);
+		cr_assert_eq(chmod(at(bad[i]), i ? 0700 : 0644), 0);
+	}
 }
 
 /* ---- archives ---- */
