@@ -19,6 +19,11 @@ struct tlog_bdev_ops {
 	/* Scatter read; optional (the layer falls back to one read per piece). */
 	int (*readv)(struct tlog_bdev *bdev, const struct iovec *iov, int iovcnt, u64 offset);
 	int (*write)(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset);
+	/*
+	 * Gather write: one write of consecutive bytes from several buffers;
+	 * optional (the layer falls back to one write per piece).
+	 */
+	int (*writev)(struct tlog_bdev *bdev, const struct iovec *iov, int iovcnt, u64 offset);
 	int (*flush)(struct tlog_bdev *bdev);
 	/* Hint that [offset, offset + len) will be read soon; may do nothing. */
 	void (*readahead)(struct tlog_bdev *bdev, u64 offset, u64 len);
@@ -141,6 +146,19 @@ int tlog_bdev_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset);
 /* Read consecutive bytes at @offset into the pieces of @iov, in order. */
 int tlog_bdev_readv(struct tlog_bdev *bdev, const struct iovec *iov, int iovcnt, u64 offset);
 int tlog_bdev_write(struct tlog_bdev *bdev, const void *buf, size_t len, u64 offset);
+/*
+ * Write consecutive bytes at @offset from the pieces of @iov, in order, in
+ * as few writes as the device can.  Each piece counts as a write, as if
+ * written by tlog_bdev_write() (statistics; fault injection fails or drops
+ * from its N-th piece on, the pieces before it written: a torn large
+ * write).  The file backend sends it in large writes, with O_DIRECT
+ * where the target takes it and @offset and the total are multiples of
+ * 4096 (the bytes go through an aligned buffer of its own, so the pieces
+ * may lie anywhere).  A flush is still what makes it durable.  The hold
+ * wrapper keeps what falls in a held superblock copy, as for a write.  A
+ * device without the operation gets one tlog_bdev_write() per piece.
+ */
+int tlog_bdev_writev(struct tlog_bdev *bdev, const struct iovec *iov, int iovcnt, u64 offset);
 int tlog_bdev_flush(struct tlog_bdev *bdev);
 void tlog_bdev_readahead(struct tlog_bdev *bdev, u64 offset, u64 len);
 
