@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include "array.h"
 #include "backref.h"
@@ -801,24 +802,117 @@ static int run_bookkeeping(struct trans_state *st)
 	return 0;
 }
 
-/* ---- writing ---- */
+/*
+ * ---- writing ----
+ *
+ * A commit writes thousands of tree blocks, each copy of a DUP block on
+ * its own.  They are written in the order of their physical addresses,
+ * and copies that lie back to back go out as one gather write of up to
+ * WRITE_RUN_MAX bytes: a few hundred writes instead of one per copy,
+ * which the device layer sends large and, on a file, past the page
+ * cache.  The bytes and where they land are those of writing block by
+ * block; only the order among the blocks changes, and nothing depends on
+ * it: the superblock that makes them reachable follows the flush after
+ * the last of them.
+ */
 
-static int write_tree_block(struct tlog_fs *fs, struct extent_buffer *eb)
+#define WRITE_RUN_MAX	(4U << 20)
+
+/* One physical copy of a tree block to write; @seq keeps list order among equals. */
+struct block_copy {
+	u64 physical;
+	size_t seq;
+	const struct extent_buffer *eb;
+};
+
+struct copy_list {
+	struct block_copy *v;
+	size_t nr, cap;
+};
+
+/* Checksum @eb and add each of its physical copies to @list. */
+static int add_tree_block(struct tlog_fs *fs, struct extent_buffer *eb, struct copy_list *list)
 {
 	u64 physical[TLOG_MAX_STRIPES];
-	int copies, err;
+	int copies;
 
 	btrfs_csum_data(fs->csum_type, eb->data + BTRFS_CSUM_SIZE,
 			fs->nodesize - BTRFS_CSUM_SIZE, eb_header(eb)->csum);
 	copies = btrfs_map_block(fs, eb->start, fs->nodesize, physical, TLOG_MAX_STRIPES);
 	if (copies < 0)
 		return copies;
-	for (int i = 0; i < copies; i++) {
-		err = tlog_bdev_write(fs->bdev, eb->data, fs->nodesize, physical[i]);
+	if (array_reserve(list->v, list->cap, list->nr + copies))
+		return tlog_error(-ENOMEM, "no memory for the list of %zu blocks to write",
+				  list->nr + copies);
+	for (int i = 0; i < copies; i++, list->nr++)
+		list->v[list->nr] = (struct block_copy){ physical[i], list->nr, eb };
+	return 0;
+}
+
+static int cmp_block_copy(const void *a, const void *b)
+{
+	const struct block_copy *x = a, *y = b;
+
+	if (x->physical != y->physical)
+		return x->physical < y->physical ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * Write the sorted copies @c[0..@nr), each run of back-to-back copies as
+ * one write.  Two copies at the same place (a bug elsewhere) stay apart,
+ * the later in list order written last, as block by block.
+ */
+static int write_copy_runs(struct tlog_fs *fs, const struct block_copy *c, size_t nr)
+{
+	struct iovec iov[WRITE_RUN_MAX / 4096];
+	u32 max_pieces = WRITE_RUN_MAX / fs->nodesize;
+	size_t i = 0;
+
+	/* nodesize is 4 KiB to 64 KiB: a run holds at least one block, iov all */
+	if (max_pieces > sizeof(iov) / sizeof(iov[0]))
+		max_pieces = sizeof(iov) / sizeof(iov[0]);
+	if (max_pieces == 0)
+		max_pieces = 1;
+
+	while (i < nr) {
+		u64 start = c[i].physical;
+		u32 n = 0;
+		int err;
+
+		do {
+			iov[n].iov_base = (void *)c[i].eb->data;
+			iov[n].iov_len = fs->nodesize;
+			n++;
+			i++;
+		} while (i < nr && n < max_pieces &&
+			 c[i].physical == start + (u64)n * fs->nodesize);
+		err = tlog_bdev_writev(fs->bdev, iov, (int)n, start);
 		if (err)
 			return err;
 	}
 	return 0;
+}
+
+/* Checksum and write every block on @blocks (dirty buffers); *@nr_blocks counts them. */
+static int write_block_list(struct tlog_fs *fs, struct list_head *blocks, u64 *nr_blocks)
+{
+	struct copy_list list = { 0 };
+	struct extent_buffer *eb;
+	int err = 0;
+
+	*nr_blocks = 0;
+	list_for_each_eb(eb, blocks) {
+		err = add_tree_block(fs, eb, &list);
+		if (err)
+			goto out;
+		(*nr_blocks)++;
+	}
+	qsort(list.v, list.nr, sizeof(*list.v), cmp_block_copy);
+	err = write_copy_runs(fs, list.v, list.nr);
+out:
+	free(list.v);
+	return err;
 }
 
 /* Whether @eb is the root block of one of the trees changed in @st. */
@@ -862,15 +956,9 @@ static int check_no_empty_leaves(struct trans_state *st)
 
 static int write_dirty_blocks(struct tlog_fs *fs)
 {
-	struct extent_buffer *eb;
-	int err;
+	u64 nr_blocks;
 
-	list_for_each_eb(eb, &fs->dirty_blocks) {
-		err = write_tree_block(fs, eb);
-		if (err)
-			return err;
-	}
-	return 0;
+	return write_block_list(fs, &fs->dirty_blocks, &nr_blocks);
 }
 
 /* Where @root is, for a backup root slot; all zero for a missing tree. */
@@ -1174,6 +1262,7 @@ static int update_log_root_item(struct tlog_trans *trans, struct btrfs_root *log
 static int write_log_blocks(struct tlog_fs *fs)
 {
 	struct extent_buffer *eb;
+	u64 nr_blocks;
 	int err;
 
 	list_for_each_eb(eb, &fs->log_dirty_blocks) {
@@ -1187,13 +1276,10 @@ static int write_log_blocks(struct tlog_fs *fs)
 		}
 		fs->log_blocks_verified++;
 	}
-	list_for_each_eb(eb, &fs->log_dirty_blocks) {
-		err = write_tree_block(fs, eb);
-		if (err)
-			return err;
-		fs->log_blocks_written++;
-	}
-	return 0;
+	err = write_block_list(fs, &fs->log_dirty_blocks, &nr_blocks);
+	if (!err)
+		fs->log_blocks_written += nr_blocks;
+	return err;
 }
 
 /* Write the last commit's superblock, pointing at @lrt, to the primary copy. */
