@@ -26,27 +26,12 @@
 # input, zstd as a file): the archive keeps everything but birth times,
 # and the test compares everything else.
 . "$(dirname "$0")/../common.sh"
-need_cmd btrfs mkfs.btrfs python3 tar setpriv lsattr filefrag gzip
-need_mount
-
+need_cmd tar setpriv lsattr filefrag gzip
+. "$TOP/tests/kernel/helpers/rootdir-lib.sh"
 NEW=$(bash "$SHARED/tools/btrfs-progs-new.sh" 2>"$TMP/progs-new.err") ||
 	skip "the newer btrfs-progs does not build: $(tail -1 "$TMP/progs-new.err")"
 [ -x "$NEW/btrfs" ] || skip "no btrfs in $NEW"
-"$TLOGCTL" mkfs --help > "$TMP/help" 2>&1
-grep -q -- '--rootdir' "$TMP/help" || fail "tlogctl mkfs has no --rootdir"
-
-GENTREE="$TOP/tests/tools/gentree.py"
-CMPTREE="$TOP/tests/tools/cmptree.py"
-mnt="$TMP/mnt"
-img="$TMP/img"
-
-# The source filesystem: mount -o loop detaches its loop device on umount.
-truncate -s 3G "$TMP/src.img"
-mkfs.btrfs -q -f "$TMP/src.img" > /dev/null 2>&1 || fail "mkfs.btrfs of the source"
-mkdir -p "$TMP/srcfs"
-mount -o loop,noatime "$TMP/src.img" "$TMP/srcfs" || fail "mount the source"
-MOUNTS+=("$TMP/srcfs")
-SRC="$TMP/srcfs/tree"
+make_source_fs 3G
 python3 "$GENTREE" --strict --seed 7 "$SRC" > "$TMP/gentree.out" || fail "gentree"
 nsrc=$(awk '/^gentree:/ {print $2}' "$TMP/gentree.out")
 [ "${nsrc:-0}" -ge 3000 ] || fail "gentree made only ${nsrc:-no} entries"

@@ -8,22 +8,8 @@
 # points: a spread over the whole run and its last writes (where the
 # superblocks are), and the uncut run, which must mount.
 . "$(dirname "$0")/../common.sh"
-need_cmd btrfs mkfs.btrfs python3
-need_mount
-"$TLOGCTL" mkfs --help > "$TMP/help" 2>&1
-grep -q -- '--rootdir' "$TMP/help" || fail "tlogctl mkfs has no --rootdir"
-
-GENTREE="$TOP/tests/tools/gentree.py"
-CMPTREE="$TOP/tests/tools/cmptree.py"
-mnt="$TMP/mnt"
-img="$TMP/img"
-
-truncate -s 512M "$TMP/src.img"
-mkfs.btrfs -q -f "$TMP/src.img" > /dev/null 2>&1 || fail "mkfs.btrfs of the source"
-mkdir -p "$TMP/srcfs"
-mount -o loop,noatime "$TMP/src.img" "$TMP/srcfs" || fail "mount the source"
-MOUNTS+=("$TMP/srcfs")
-SRC="$TMP/srcfs/tree"
+. "$TOP/tests/kernel/helpers/rootdir-lib.sh"
+make_source_fs 512M
 python3 "$GENTREE" --small --strict --seed 11 "$SRC" > /dev/null || fail "gentree"
 # and some bulk, so that the run has many writes to cut
 mkdir "$SRC/more"
