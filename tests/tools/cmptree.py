@@ -37,6 +37,9 @@ import stat
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from treecmp import data_map  # noqa: E402  the one SEEK_DATA/SEEK_HOLE walk
+
 BLOCK = 4096
 STATX_BTIME = 0x800
 AT_SYMLINK_NOFOLLOW = 0x100
@@ -80,30 +83,14 @@ def walk(top):
 
 
 def block_map(path, size):
-    """The set of 4 KiB block numbers SEEK_DATA/SEEK_HOLE call data."""
-    blocks = set()
+    """The 4 KiB blocks SEEK_DATA/SEEK_HOLE call data, as merged ranges."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
-        pos = 0
-        while pos < size:
-            try:
-                d = os.lseek(fd, pos, os.SEEK_DATA)
-            except OSError:  # ENXIO: no data after pos
-                break
-            h = os.lseek(fd, d, os.SEEK_HOLE)
-            # ranges, not every block: a 16 GiB file has few pieces
-            blocks.add((d // BLOCK, (h + BLOCK - 1) // BLOCK))
-            pos = h
+        # ranges, not every block: a 16 GiB file has few pieces
+        pieces = [(d // BLOCK, (h + BLOCK - 1) // BLOCK) for d, h in data_map(fd, size)]
     finally:
         os.close(fd)
-    # merge touching ranges into a canonical list
-    merged = []
-    for a, b in sorted(blocks):
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    return [tuple(m) for m in merged]
+    return [tuple(m) for m in union(pieces, [])]
 
 
 def union(a, b):
