@@ -127,6 +127,8 @@ static void dump_block(struct dump_ctx *ctx, u64 bytenr, int level, u64 gen,
 	if (descend && btrfs_header_level_eb(eb) > 0) {
 		int child_level = btrfs_header_level_eb(eb) - 1;
 
+		/* every child is printed: read them together, not one by one */
+		btrfs_prefetch_children(ctx->fs, eb, 0, BTRFS_PREFETCH_ALL, NULL, true);
 		for (u32 i = 0; i < btrfs_header_nritems_eb(eb); i++)
 			dump_block(ctx, btrfs_node_blockptr(eb, i), child_level,
 				   btrfs_node_ptr_generation(eb, i), true);

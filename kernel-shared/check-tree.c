@@ -238,7 +238,7 @@ static int walk_node(struct tree_walk *w, struct extent_buffer *eb,
 	struct btrfs_key key, next;
 	int err;
 
-	btrfs_prefetch_children(w->fs, eb, 0, NULL, true);
+	btrfs_prefetch_children(w->fs, eb, 0, BTRFS_PREFETCH_ALL, NULL, true);
 	for (u32 i = 0; i < n; i++) {
 		u64 child = btrfs_node_blockptr(eb, i);
 		bool last = i + 1 == n;

@@ -73,28 +73,52 @@ int bin_search_block(const struct extent_buffer *eb, const struct btrfs_key *key
 }
 
 /*
- * Prefetch below a node once per node a walk enters: its children, and for
- * a level-1 node also start the reads of the next level-1 node's leaves so
- * the device works while this node's leaves are being used.
+ * Read-ahead below the nodes a walk passes, in windows that grow: a path's
+ * first search reads ahead at most READA_FIRST_WINDOW children per node
+ * (and none past path->reada_max), so a one-off lookup reads what it
+ * reads without read-ahead; each window after that is twice the one
+ * before, up to a whole node, so a walk soon reads its leaves in large
+ * runs.  A window is read when the walk reaches it, and the next one is
+ * only hinted to the device, which then works ahead of the walk: at the
+ * end of a level-1 node, the hint goes to the next level-1 node's leaves.
  */
-static void reada_below(struct btrfs_root *root, struct btrfs_path *path,
-			struct extent_buffer *node, int slot)
+#define READA_FIRST_WINDOW	4
+#define READA_MAX_WINDOW	1024
+
+static void reada_hint_next_node(struct btrfs_root *root, struct btrfs_path *path, int level,
+				 u32 window)
 {
-	int level = btrfs_header_level_eb(node);
 	const struct extent_buffer *next;
 	struct extent_buffer *parent;
 
-	if (!path->reada || level == 0 || path->reada_node[level] == node->start)
-		return;
-	path->reada_node[level] = node->start;
-	btrfs_prefetch_children(root->fs, node, slot, &path->reada_max, true);
 	if (level != 1 || level + 1 >= BTRFS_MAX_LEVEL || !(parent = path->nodes[level + 1]) ||
 	    path->slots[level + 1] + 1 >= (int)btrfs_header_nritems_eb(parent))
 		return;
 	next = btrfs_find_cached_block(root->fs,
 				       btrfs_node_blockptr(parent, path->slots[level + 1] + 1));
 	if (next && btrfs_header_level_eb(next) == 1)
-		btrfs_prefetch_children(root->fs, next, 0, &path->reada_max, false);
+		btrfs_prefetch_children(root->fs, next, 0, window, &path->reada_max, false);
+}
+
+static void reada_below(struct btrfs_root *root, struct btrfs_path *path,
+			struct extent_buffer *node, int slot)
+{
+	int level = btrfs_header_level_eb(node), end;
+	u32 window = path->reada_window ? path->reada_window : READA_FIRST_WINDOW;
+
+	if (!path->reada || level == 0)
+		return;
+	if (path->reada_node[level] == node->start && slot < path->reada_end[level])
+		return;
+	end = btrfs_prefetch_children(root->fs, node, slot, window, &path->reada_max, true);
+	path->reada_node[level] = node->start;
+	path->reada_end[level] = end > slot ? end : slot + 1;
+	path->reada_window = window * 2 < READA_MAX_WINDOW ? window * 2 : READA_MAX_WINDOW;
+	if (end < (int)btrfs_header_nritems_eb(node))
+		btrfs_prefetch_children(root->fs, node, end, path->reada_window,
+					&path->reada_max, false);
+	else
+		reada_hint_next_node(root, path, level, path->reada_window);
 }
 
 /* Read the child of @parent at @slot, checking what the parent says about it. */

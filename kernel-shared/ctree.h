@@ -34,6 +34,13 @@ struct eb_cache {
 	size_t nr_cached;
 	size_t max_cached;		/* soft limit on unreferenced buffers */
 	u64 hits, misses;
+	/* buffer memory (extent-io.c): chunks carved into slots, and freed slots */
+	void **chunks;
+	size_t nr_chunks;
+	u8 *carve, *carve_end;		/* the newest chunk's slots not handed out yet */
+	struct extent_buffer *free_slots; /* linked through hash_next */
+	size_t slot_size;
+	u8 *prefetch_gap;		/* what read-ahead reads between blocks */
 };
 
 /* One tree: where its root block is and the ROOT_ITEM that describes it. */
@@ -89,6 +96,7 @@ struct tlog_fs {
 	u8 chunk_tree_uuid[BTRFS_UUID_SIZE];	/* stamped into every tree block */
 	struct chunk_map chunks;
 	struct eb_cache cache;
+	bool no_readahead;		/* btrfs_set_readahead() */
 	struct btrfs_root *tree_root;
 	struct btrfs_root *chunk_root;
 	struct btrfs_root *log_root_tree;	/* NULL when there is no log */
@@ -151,6 +159,8 @@ struct btrfs_path {
 	bool reada;			/* prefetch leaves while walking */
 	struct btrfs_key reada_max;	/* ...but none that start past this key */
 	u64 reada_node[BTRFS_MAX_LEVEL];	/* node last prefetched from, per level */
+	int reada_end[BTRFS_MAX_LEVEL];	/* ...up to this slot */
+	u32 reada_window;		/* children in the next window; 0: the first */
 };
 
 /* ---- extent buffer access ---- */
@@ -236,13 +246,20 @@ int read_tree_block(struct tlog_fs *fs, u64 bytenr, int level, u64 generation,
 		    struct extent_buffer **ret);
 void free_extent_buffer(struct extent_buffer *eb);
 /*
- * Bring the children of @node from @slot on into the cache with as few,
- * large reads as their placement allows, stopping at the first child whose
- * keys start past @max (NULL: no bound); without @wait only ask the device
- * to start reading them.  Best effort: nothing is reported.
+ * Bring up to @nr children of @node from @slot on into the cache with as
+ * few, large reads as their placement allows, stopping at the first child
+ * whose keys start past @max (NULL: no bound); without @wait only ask the
+ * device to start reading them.  Best effort: nothing is reported.
+ * Returns the slot after the last child covered (cached or read).
  */
-void btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *node, int slot,
-			     const struct btrfs_key *max, bool wait);
+#define BTRFS_PREFETCH_ALL	UINT32_MAX
+int btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *node, int slot,
+			    u32 nr, const struct btrfs_key *max, bool wait);
+/*
+ * Read-ahead of tree walks on (the default) or off: off, every block is
+ * read alone when a walk reaches it (to compare, in tests and benchmarks).
+ */
+void btrfs_set_readahead(struct tlog_fs *fs, bool on);
 /*
  * A new tree block at @bytenr: zeroed, cached, dirty, with one reference
  * for the caller.  A stale cached copy of an old block at that address is

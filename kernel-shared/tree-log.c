@@ -119,6 +119,9 @@ static int walk_tree_blocks(struct block_walk *bw, u64 bytenr, int level, u64 ge
 		return tlog_error_wrap(ret, where);
 	}
 	ret = bw->fn(bw->fs, eb, bw->in_root_tree, bw->arg);
+	/* every child is wanted: read them together, not one by one */
+	if (!ret && level > 0)
+		btrfs_prefetch_children(bw->fs, eb, 0, BTRFS_PREFETCH_ALL, NULL, true);
 	for (u32 i = 0; !ret && level > 0 && i < btrfs_header_nritems_eb(eb); i++)
 		ret = walk_tree_blocks(bw, btrfs_node_blockptr(eb, i), level - 1,
 				       btrfs_node_ptr_generation(eb, i));
