@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,11 @@
 #include "claim.h"
 #include "errctx.h"
 
+struct hint_worker;
+
 struct file_bdev {
 	int fd;
+	struct hint_worker *hints;	/* read-ahead hints, started on the first one */
 	int disk_fd;		/* a partition's whole disk, held for its lock; or -1 */
 	struct stat st;		/* what was opened, for the check before writing */
 	bool write_checked;	/* the first write looked for a mount again */
@@ -248,9 +252,109 @@ static int file_flush(struct tlog_bdev *bdev)
 	return 0;
 }
 
+/*
+ * Read-ahead hints go to a thread of their own.  posix_fadvise(WILLNEED)
+ * is not free: it allocates the page cache pages and queues their reads
+ * before it returns, 1 to 5 ms for 4 MiB on a cold cache here, which is
+ * as long as a walk takes to use what it already has.  Handed over, the
+ * hints are set up while the walk goes on, and its reads find the pages
+ * in flight.  The worker starts with the first hint and stops at close,
+ * dropping what it has not got to (hints only: nothing depends on them);
+ * a full queue or a thread that cannot start gives the hint inline.
+ */
+#define HINT_QUEUE	64
+
+struct hint_worker {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	int fd;
+	bool stop;
+	unsigned int head, tail;	/* queued: [tail, head) modulo HINT_QUEUE */
+	struct { u64 offset, len; } queue[HINT_QUEUE];
+};
+
+static void *hint_worker_run(void *arg)
+{
+	struct hint_worker *hw = arg;
+
+	pthread_mutex_lock(&hw->lock);
+	for (;;) {
+		u64 offset, len;
+
+		while (hw->head == hw->tail && !hw->stop)
+			pthread_cond_wait(&hw->wake, &hw->lock);
+		if (hw->stop)
+			break;
+		offset = hw->queue[hw->tail % HINT_QUEUE].offset;
+		len = hw->queue[hw->tail % HINT_QUEUE].len;
+		hw->tail++;
+		pthread_mutex_unlock(&hw->lock);
+		posix_fadvise(hw->fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
+		pthread_mutex_lock(&hw->lock);
+	}
+	pthread_mutex_unlock(&hw->lock);
+	return NULL;
+}
+
+static struct hint_worker *hint_worker_start(int fd)
+{
+	struct hint_worker *hw = calloc(1, sizeof(*hw));
+
+	if (!hw)
+		return NULL;
+	hw->fd = fd;
+	pthread_mutex_init(&hw->lock, NULL);
+	pthread_cond_init(&hw->wake, NULL);
+	if (pthread_create(&hw->thread, NULL, hint_worker_run, hw)) {
+		pthread_cond_destroy(&hw->wake);
+		pthread_mutex_destroy(&hw->lock);
+		free(hw);
+		return NULL;
+	}
+	return hw;
+}
+
+static void hint_worker_stop(struct hint_worker *hw)
+{
+	if (!hw)
+		return;
+	pthread_mutex_lock(&hw->lock);
+	hw->stop = true;
+	pthread_cond_signal(&hw->wake);
+	pthread_mutex_unlock(&hw->lock);
+	pthread_join(hw->thread, NULL);
+	pthread_cond_destroy(&hw->wake);
+	pthread_mutex_destroy(&hw->lock);
+	free(hw);
+}
+
+/* Queue a hint; false when the queue is full. */
+static bool hint_worker_queue(struct hint_worker *hw, u64 offset, u64 len)
+{
+	bool queued = false;
+
+	pthread_mutex_lock(&hw->lock);
+	if (hw->head - hw->tail < HINT_QUEUE) {
+		hw->queue[hw->head % HINT_QUEUE].offset = offset;
+		hw->queue[hw->head % HINT_QUEUE].len = len;
+		hw->head++;
+		queued = true;
+		pthread_cond_signal(&hw->wake);
+	}
+	pthread_mutex_unlock(&hw->lock);
+	return queued;
+}
+
 static void file_readahead(struct tlog_bdev *bdev, u64 offset, u64 len)
 {
-	posix_fadvise(file_fd(bdev), (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
+	struct file_bdev *fb = bdev->priv;
+
+	if (!fb->hints)
+		fb->hints = hint_worker_start(fb->fd);
+	if (fb->hints && hint_worker_queue(fb->hints, offset, len))
+		return;
+	posix_fadvise(fb->fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
 }
 
 /*
@@ -287,6 +391,7 @@ static void file_close(struct tlog_bdev *bdev)
 {
 	struct file_bdev *fb = bdev->priv;
 
+	hint_worker_stop(fb->hints);
 	file_drop_direct(fb);
 	free(fb->bounce);
 	close(fb->fd);
