@@ -44,32 +44,59 @@ static int fiemap_error(int err, const char *path, const struct tlog_fiemap_requ
 	return 1;
 }
 
-static int print_json(const struct tlog_fiemap_extent *ext, u32 nr)
+/*
+ * JSON is streamed as the walk finds the extents (a map can have
+ * millions); an error before the first 256 KiB of output prints nothing
+ * of the document, a later one leaves it unfinished.
+ */
+struct json_out {
+	struct outbuf ob;
+	bool first;
+};
+
+static int emit_json_extent(const struct tlog_fiemap_extent *ext, void *arg)
 {
-	static struct outbuf ob;	/* large: not on the stack */
+	struct json_out *jo = arg;
+	struct outbuf *ob = &jo->ob;
+
+	if (!jo->first)
+		outbuf_lit(ob, ",");
+	jo->first = false;
+	outbuf_lit(ob, "{\"logical\":");
+	outbuf_u64(ob, ext->logical);
+	outbuf_lit(ob, ",\"physical\":");
+	outbuf_u64(ob, ext->physical);
+	outbuf_lit(ob, ",\"length\":");
+	outbuf_u64(ob, ext->length);
+	outbuf_lit(ob, ",\"flags\":");
+	outbuf_u64(ob, ext->flags);
+	outbuf_lit(ob, "}");
+	/* a failed write ends the walk: what follows would be lost too */
+	return ob->err;
+}
+
+static int print_json(struct tlog_file *file, const char *path, u64 start, u64 length)
+{
+	static struct json_out jo;	/* large: not on the stack */
 	int err;
 
 	fflush(stdout);
-	outbuf_init(&ob, STDOUT_FILENO);
-	outbuf_lit(&ob, "{\"extents\":[");
-	for (u32 i = 0; i < nr; i++) {
-		if (i)
-			outbuf_lit(&ob, ",");
-		outbuf_lit(&ob, "{\"logical\":");
-		outbuf_u64(&ob, ext[i].logical);
-		outbuf_lit(&ob, ",\"physical\":");
-		outbuf_u64(&ob, ext[i].physical);
-		outbuf_lit(&ob, ",\"length\":");
-		outbuf_u64(&ob, ext[i].length);
-		outbuf_lit(&ob, ",\"flags\":");
-		outbuf_u64(&ob, ext[i].flags);
-		outbuf_lit(&ob, "}");
+	outbuf_init(&jo.ob, STDOUT_FILENO);
+	jo.first = true;
+	outbuf_lit(&jo.ob, "{\"extents\":[");
+	err = tlog_file_fiemap_each(file, start, length, emit_json_extent, &jo);
+	if (err && !jo.ob.err) {
+		struct tlog_fiemap_request req = { .flags = 0 };
+
+		return fiemap_error(err, path, &req);
 	}
-	outbuf_lit(&ob, "]}\n");
-	err = outbuf_flush(&ob);
-	if (err)
+	outbuf_lit(&jo.ob, "]}\n");
+	err = outbuf_flush(&jo.ob);
+	if (err) {
 		output_error(err);
-	return err;
+		return 1;
+	}
+	return 0;
 }
 
 static int numlen(u64 v, int base)
@@ -216,7 +243,7 @@ static int cmd_fiemap(const struct cmd_struct *cmd, int argc, char **argv)
 	u64 start = 0, length = (u64)-1;
 	bool verbose = false;
 	const char *image, *path;
-	int c, ret = 0, err;
+	int c, ret = 0;
 
 	while ((c = cmd_next_option(cmd, argc, argv, "v", long_options, &common)) != -1) {
 		switch (c) {
@@ -241,19 +268,7 @@ static int cmd_fiemap(const struct cmd_struct *cmd, int argc, char **argv)
 		return 1;
 	tlog_error_clear();
 	if (common.format == OUTPUT_JSON) {
-		struct tlog_fiemap_extent *ext;
-		u32 nr;
-
-		err = tlog_file_fiemap_all(file, start, length, &ext, &nr);
-		if (err) {
-			struct tlog_fiemap_request req = { .flags = 0 };
-
-			ret = fiemap_error(err, path, &req);
-		} else {
-			if (print_json(ext, nr))
-				ret = 1;
-			free(ext);
-		}
+		ret = print_json(file, path, start, length);
 	} else {
 		ret = print_text(file, path, start, length, verbose);
 	}

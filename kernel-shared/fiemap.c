@@ -253,11 +253,17 @@ struct fiemap_sink {
 	u32 cap;
 	u32 mapped;
 	bool grow;
+	tlog_fiemap_fn emit;	/* instead of an array: each extent handed on */
+	void *arg;
 };
 
 /* Store one extent.  1 when a fixed array is full: the walk stops there. */
 static int sink_store(struct fiemap_sink *sink, const struct tlog_fiemap_extent *fe)
 {
+	if (sink->emit) {
+		sink->mapped++;
+		return sink->emit(fe, sink->arg);
+	}
 	if (sink->grow && sink->mapped == sink->cap) {
 		u32 cap = sink->cap ? sink->cap * 2 : 256;
 		struct tlog_fiemap_extent *p;
@@ -359,6 +365,16 @@ int tlog_file_fiemap(struct tlog_file *file, struct tlog_fiemap_request *req,
 	tlog_error_clear();
 	req->mapped_extents = 0;
 	return fiemap_run(file, req, &sink, req->extent_count > 0);
+}
+
+int tlog_file_fiemap_each(struct tlog_file *file, u64 start, u64 length, tlog_fiemap_fn fn,
+			  void *arg)
+{
+	struct tlog_fiemap_request req = { .start = start, .length = length };
+	struct fiemap_sink sink = { .emit = fn, .arg = arg };
+
+	tlog_error_clear();
+	return fiemap_run(file, &req, &sink, true);
 }
 
 int tlog_file_fiemap_all(struct tlog_file *file, u64 start, u64 length,

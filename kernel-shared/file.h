@@ -128,6 +128,14 @@ int tlog_file_fiemap(struct tlog_file *file, struct tlog_fiemap_request *req,
  */
 int tlog_file_fiemap_all(struct tlog_file *file, u64 start, u64 length,
 			 struct tlog_fiemap_extent **ret, u32 *nr);
+/*
+ * The same answer handed to @fn one extent at a time, in order, as the
+ * walk finds it: a map of millions of extents needs no array.  @fn returns
+ * 0 to go on or a negative errno, which ends the walk and is returned.
+ */
+typedef int (*tlog_fiemap_fn)(const struct tlog_fiemap_extent *ext, void *arg);
+int tlog_file_fiemap_each(struct tlog_file *file, u64 start, u64 length, tlog_fiemap_fn fn,
+			  void *arg);
 
 /* ---- reading data and verifying checksums (file-read.c) ---- */
 
