@@ -82,7 +82,7 @@ static char *format_u32(char *end, uint32_t v)
 
 void outbuf_u64(struct outbuf *ob, uint64_t v)
 {
-	char tmp[20], *end = tmp + sizeof(tmp), *p;
+	char tmp[20], *end = tmp + sizeof(tmp), *p, *dst;
 
 	/* most offsets fit 32 bits, whose arithmetic is cheaper */
 	if (v > UINT32_MAX) {
@@ -103,5 +103,10 @@ void outbuf_u64(struct outbuf *ob, uint64_t v)
 		}
 	}
 	p = format_u32(end, (uint32_t)v);
-	outbuf_mem(ob, p, (size_t)(tmp + sizeof(tmp) - p));
+	/* a byte loop: memcpy of a few bytes of unknown length is a call */
+	reserve(ob, sizeof(tmp));
+	dst = ob->buf + ob->len;
+	ob->len += (size_t)(tmp + sizeof(tmp) - p);
+	while (p < tmp + sizeof(tmp))
+		*dst++ = *p++;
 }

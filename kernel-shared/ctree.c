@@ -90,12 +90,16 @@ static void reada_hint_next_node(struct btrfs_root *root, struct btrfs_path *pat
 {
 	const struct extent_buffer *next;
 	struct extent_buffer *parent;
+	int slot;
 
-	if (level != 1 || level + 1 >= BTRFS_MAX_LEVEL || !(parent = path->nodes[level + 1]) ||
-	    path->slots[level + 1] + 1 >= (int)btrfs_header_nritems_eb(parent))
+	if (level != 1 || level + 1 >= BTRFS_MAX_LEVEL || !(parent = path->nodes[level + 1]))
 		return;
-	next = btrfs_find_cached_block(root->fs,
-				       btrfs_node_blockptr(parent, path->slots[level + 1] + 1));
+	slot = path->slots[level + 1] + 1;
+	if (slot >= (int)btrfs_header_nritems_eb(parent))
+		return;
+	/* the next node is one block: read it now (within reada_max) to know its leaves */
+	btrfs_prefetch_children(root->fs, parent, slot, 1, &path->reada_max, true);
+	next = btrfs_find_cached_block(root->fs, btrfs_node_blockptr(parent, slot));
 	if (next && btrfs_header_level_eb(next) == 1)
 		btrfs_prefetch_children(root->fs, next, 0, window, &path->reada_max, false);
 }
