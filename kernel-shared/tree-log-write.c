@@ -60,6 +60,11 @@ struct log_ctx {
 	struct btrfs_root *log;
 	const char *reason;	/* of a full commit */
 	bool logged_before;	/* the inode being logged was, in this transaction */
+	/*
+	 * a link or rename logging the new name: what it logs is not synced,
+	 * so it must not make a later fsync of those inodes skip the sync
+	 */
+	bool logging_new_name;
 	/* a directory logged in full copied an entry of a new name (not a subvolume) */
 	bool log_new_dentries;
 	/* conflicting inodes: queued by name checks, logged by the outermost btrfs_log_inode */
@@ -997,7 +1002,7 @@ static int btrfs_log_inode(struct log_ctx *ctx, struct tlog_inode *inode, enum l
 	if (mode == LOG_INODE_ALL)
 		inode->nr_modified = 0;
 	inode->logged_trans = ctx->trans->transid;
-	if (mode != LOG_INODE_EXISTS)
+	if (mode != LOG_INODE_EXISTS && !ctx->logging_new_name)
 		inode->last_log_commit = inode->last_sub_trans;
 	if (mode == LOG_INODE_ALL)
 		inode->last_reflink_trans = 0;
@@ -1610,6 +1615,7 @@ void btrfs_log_new_name(struct tlog_mount *mnt, struct tlog_inode *inode,
 		return;
 	ctx = init_log_ctx(mnt, inode);
 	ctx.log = log;
+	ctx.logging_new_name = true;
 	/* the old name must not come back with the new one at replay */
 	if (old_dir && old_dir->logged_trans == ctx.trans->transid) {
 		ret = del_logged_dentry(ctx.trans, ctx.log, old_dir->ino, old_name, old_len, old_index);
