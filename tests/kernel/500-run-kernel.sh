@@ -92,7 +92,7 @@ done
 [ $nr = "$NRANDOM" ] || fail "only $nr supported random scripts of the $NRANDOM asked for"
 
 notrun=()
-i=0 ran=0 crashes=0 crash_notes=0 random_crashes=0 logs_same=0 logs_differ=0 start=$(date +%s)
+i=0 ran=0 crashes=0 crash_notes=0 kernel_breaks=0 random_crashes=0 logs_same=0 logs_differ=0 start=$(date +%s)
 for e in "${list[@]}"; do
 	name=${e%% *} s=${e#* }
 	i=$((i + 1))
@@ -131,6 +131,10 @@ for e in "${list[@]}"; do
 		crash_notes=$((crash_notes + 1))
 		echo "note: $name ($opts): $(grep -A8 '^crash-note:' "$TMP/scn.log" | sed 's/^crash-note: //')"
 	fi
+	if grep -q '^contract-kernel:' "$TMP/scn.log"; then
+		kernel_breaks=$((kernel_breaks + 1))
+		echo "note: $name ($opts): $(grep -A5 '^contract-kernel:' "$TMP/scn.log" | sed 's/^contract-kernel: //')"
+	fi
 	[ "$SCN_FAILED" = "$before" ] || echo "      (seed $SEED; rerun: TLOG_SEED=$SEED TLOG_ONLY=$name)"
 	ran=$((ran + 1))
 done
@@ -147,6 +151,7 @@ if [ "$crash_notes" -gt "$budget" ]; then
 	SCN_FAILED=$((SCN_FAILED + 1))
 	SCN_FAILURES+=("$crash_notes random scripts differ from the kernel after a power cut, over the budget of $budget")
 fi
+echo "fsync contract: broken in $kernel_breaks power-cut script(s) by the kernel's own log too (the same tree after both replays)"
 echo "dump-log: of the $((logs_same + logs_differ)) power-cut scripts where the kernel and tlogctl" \
 	"both wrote a log, $logs_same show the same logged inodes, names, extents and index ranges" \
 	"($((100 * logs_same / (logs_same + logs_differ ? logs_same + logs_differ : 1)))%; TLOG_VERBOSE=1 prints the others)"
