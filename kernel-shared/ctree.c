@@ -221,6 +221,42 @@ static bool leaf_spans_key(const struct extent_buffer *leaf, const struct btrfs_
 	return true;
 }
 
+/*
+ * How far a search in a leaf the path holds looks forward from the path's
+ * slot before it bisects: a cursor's next key is most often the next item
+ * or one of the few after it (a data extent's keyed refs, the metadata
+ * items between two data extents), and a few key loads in a row cost less
+ * than a bisection's eight scattered ones.
+ */
+#define NEAR_SCAN_ITEMS	8
+
+/*
+ * bin_search_block() of a leaf whose keys span @key, starting with the
+ * few items from *@slot on when the key there is not past @key.
+ */
+static int leaf_search_forward(const struct extent_buffer *leaf, const struct btrfs_key *key,
+			       int *slot)
+{
+	int nritems = (int)btrfs_header_nritems_eb(leaf), s = *slot;
+	struct btrfs_key cur;
+
+	if (s < 0 || s >= nritems)
+		return bin_search_block(leaf, key, slot);
+	for (int end = s + NEAR_SCAN_ITEMS; s < nritems && s < end; s++) {
+		int cmp;
+
+		btrfs_item_key_to_cpu(leaf, &cur, s);
+		cmp = btrfs_comp_cpu_keys(&cur, key);
+		if (cmp > 0 && s == *slot)
+			break;		/* the key is behind the slot: bisect */
+		if (cmp >= 0) {
+			*slot = s;
+			return cmp != 0;
+		}
+	}
+	return bin_search_block(leaf, key, slot);
+}
+
 int btrfs_search_slot_near(struct btrfs_root *root, const struct btrfs_key *key,
 			   struct btrfs_path *path)
 {
@@ -229,7 +265,7 @@ int btrfs_search_slot_near(struct btrfs_root *root, const struct btrfs_key *key,
 
 	if (leaf && btrfs_header_level_eb(leaf) == 0) {
 		if (leaf_spans_key(leaf, key, &after))
-			return bin_search_block(leaf, key, &path->slots[0]);
+			return leaf_search_forward(leaf, key, &path->slots[0]);
 		/* one step to the next leaf covers keys that walk forward */
 		if (after && btrfs_next_leaf(root, path) == 0) {
 			leaf = path->nodes[0];
