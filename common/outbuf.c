@@ -61,52 +61,65 @@ static const char digit_pairs[201] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
-/* Digits of @v, written backwards ending at @end; returns the first. */
-static char *format_u32(char *end, uint32_t v)
+static inline void put_pair(char *p, uint32_t v)
 {
-	while (v >= 100) {
-		uint32_t pair = (v % 100) * 2;
+	p[0] = digit_pairs[v * 2];
+	p[1] = digit_pairs[v * 2 + 1];
+}
 
+/* The number of decimal digits of @v: from its bit length, one compare. */
+static unsigned int decimal_digits(uint64_t v)
+{
+	static const uint64_t pow10[20] = {
+		1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+		100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
+		1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+		1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+		1000000000000000000ULL, 10000000000000000000ULL,
+	};
+	/*
+	 * 1233 / 4096 is just above log10(2): bits * that is the digit count
+	 * or one less.  v | 1 has the digits of v (powers of ten are even)
+	 * and 0 gets its one digit.
+	 */
+	uint64_t x = v | 1;
+	unsigned int bits = 64 - (unsigned int)__builtin_clzll(x);
+	unsigned int d = (bits * 1233) >> 12;
+
+	return d + (d < 20 && x >= pow10[d]);
+}
+
+/*
+ * Digits of @v written backwards, ending at @end.  Two digits per
+ * division; 32-bit arithmetic once the value fits, as most offsets do.
+ */
+static void format_backwards(char *end, uint64_t v)
+{
+	uint32_t v32;
+
+	while (v > UINT32_MAX) {
+		end -= 2;
+		put_pair(end, (uint32_t)(v % 100));
 		v /= 100;
-		*--end = digit_pairs[pair + 1];
-		*--end = digit_pairs[pair];
 	}
-	if (v >= 10) {
-		*--end = digit_pairs[v * 2 + 1];
-		*--end = digit_pairs[v * 2];
-	} else {
-		*--end = (char)('0' + v);
+	v32 = (uint32_t)v;
+	while (v32 >= 100) {
+		end -= 2;
+		put_pair(end, v32 % 100);
+		v32 /= 100;
 	}
-	return end;
+	if (v32 >= 10)
+		put_pair(end - 2, v32);
+	else
+		end[-1] = (char)('0' + v32);
 }
 
 void outbuf_u64(struct outbuf *ob, uint64_t v)
 {
-	char tmp[20], *end = tmp + sizeof(tmp), *p, *dst;
+	unsigned int n = decimal_digits(v);
 
-	/* most offsets fit 32 bits, whose arithmetic is cheaper */
-	if (v > UINT32_MAX) {
-		uint64_t high = v / 1000000000;
-		uint32_t low = (uint32_t)(v % 1000000000);
-
-		p = format_u32(end, low);
-		while (p > end - 9)
-			*--p = '0';
-		end = p;
-		v = high;
-		if (v > UINT32_MAX) {
-			p = format_u32(end, (uint32_t)(v % 1000000000));
-			while (p > end - 9)
-				*--p = '0';
-			end = p;
-			v /= 1000000000;
-		}
-	}
-	p = format_u32(end, (uint32_t)v);
-	/* a byte loop: memcpy of a few bytes of unknown length is a call */
-	reserve(ob, sizeof(tmp));
-	dst = ob->buf + ob->len;
-	ob->len += (size_t)(tmp + sizeof(tmp) - p);
-	while (p < tmp + sizeof(tmp))
-		*dst++ = *p++;
+	/* straight into the buffer: no copy, no call */
+	reserve(ob, n);
+	format_backwards(ob->buf + ob->len + n, v);
+	ob->len += n;
 }

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Tests the string helpers: parse_u64, mode_to_str (strutil.c) and btrfs_json_bytes (print-tree.c).
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <criterion/criterion.h>
 
+#include "outbuf.h"
 #include "output.h"
 #include "print-tree.h"
 #include "strutil.h"
@@ -216,4 +220,60 @@ Test(strutil, output_format_parse)
 	cr_assert_eq(f, OUTPUT_JSON);
 	cr_assert_eq(output_format_parse("JSON", &f), -EINVAL);
 	cr_assert_eq(output_format_parse("", &f), -EINVAL);
+}
+
+/* ---- outbuf_u64: every digit count, the 32-bit edge, and random values, against printf ---- */
+
+static void assert_formats(struct outbuf *ob, uint64_t v)
+{
+	char want[32];
+	int n = snprintf(want, sizeof(want), "%" PRIu64, v);
+
+	ob->len = 0;
+	outbuf_u64(ob, v);
+	cr_assert(ob->len == (size_t)n && memcmp(ob->buf, want, n) == 0,
+		  "outbuf_u64(%s) wrote \"%.*s\"", want, (int)ob->len, ob->buf);
+}
+
+Test(strutil, outbuf_u64_matches_printf)
+{
+	static struct outbuf ob;	/* large: not on the stack */
+	uint64_t x = 0x9E3779B97F4A7C15ULL;
+
+	outbuf_init(&ob, -1);
+	for (uint64_t p = 1, i = 0; i < 20; i++, p *= 10) {
+		assert_formats(&ob, p - 1);
+		assert_formats(&ob, p);
+		assert_formats(&ob, p + 1);
+	}
+	assert_formats(&ob, UINT32_MAX);
+	assert_formats(&ob, (uint64_t)UINT32_MAX + 1);
+	assert_formats(&ob, UINT64_MAX);
+	for (int i = 0; i < 200000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		assert_formats(&ob, x >> (i % 64));
+	}
+	cr_assert_eq(ob.err, 0);
+}
+
+Test(strutil, outbuf_u64_flushes_when_full)
+{
+	static struct outbuf ob;
+	FILE *out = tmpfile();	/* a file: a pipe would block on 256 KiB */
+	char got[8];
+
+	cr_assert_not_null(out);
+	outbuf_init(&ob, fileno(out));
+	memset(ob.buf, 'x', OUTBUF_SIZE);
+	ob.len = OUTBUF_SIZE - 3;	/* a 20-digit number does not fit */
+	outbuf_u64(&ob, UINT64_MAX);
+	cr_assert_eq(ob.len, 20);
+	cr_assert_eq(memcmp(ob.buf, "18446744073709551615", 20), 0);
+	/* what was buffered before went out first, all of it */
+	cr_assert_eq(lseek(fileno(out), 0, SEEK_END), (off_t)(OUTBUF_SIZE - 3));
+	cr_assert_eq(pread(fileno(out), got, sizeof(got), 0), (ssize_t)sizeof(got));
+	cr_assert_eq(memcmp(got, "xxxxxxxx", sizeof(got)), 0);
+	fclose(out);
 }
