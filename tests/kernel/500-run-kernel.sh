@@ -91,7 +91,7 @@ for s in $(ls "$TMP"/rnd/*.tlw | sort -V); do
 done
 [ $nr = "$NRANDOM" ] || fail "only $nr supported random scripts of the $NRANDOM asked for"
 
-notrun=()
+notrun=() crash_names=()
 i=0 ran=0 crashes=0 crash_notes=0 kernel_breaks=0 random_crashes=0 logs_same=0 logs_differ=0 start=$(date +%s)
 for e in "${list[@]}"; do
 	name=${e%% *} s=${e#* }
@@ -129,6 +129,7 @@ for e in "${list[@]}"; do
 	fi
 	if [ $RUN_CRASH = 1 ] && grep -q '^crash-note:' "$TMP/scn.log"; then
 		crash_notes=$((crash_notes + 1))
+		crash_names+=("$name")
 		echo "note: $name ($opts): $(grep -A8 '^crash-note:' "$TMP/scn.log" | sed 's/^crash-note: //')"
 	fi
 	if grep -q '^contract-kernel:' "$TMP/scn.log"; then
@@ -149,7 +150,7 @@ echo "seed $SEED; $ran scripts in $(( $(date +%s) - start ))s, $crashes of them 
 	"$crash_notes of the $random_crashes random ones compared differ (budget $budget)"
 if [ "$crash_notes" -gt "$budget" ]; then
 	SCN_FAILED=$((SCN_FAILED + 1))
-	SCN_FAILURES+=("$crash_notes random scripts differ from the kernel after a power cut, over the budget of $budget")
+	SCN_FAILURES+=("$crash_notes random scripts differ from the kernel after a power cut, over the budget of $budget: ${crash_names[*]}")
 fi
 echo "fsync contract: broken in $kernel_breaks power-cut script(s) by the kernel's own log too (the same tree after both replays)"
 echo "dump-log: of the $((logs_same + logs_differ)) power-cut scripts where the kernel and tlogctl" \
