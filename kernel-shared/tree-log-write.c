@@ -1152,6 +1152,20 @@ static int check_ref_name_overrides(struct log_ctx *ctx, const struct tlog_inode
 }
 
 /*
+ * A conflicting inode that still exists, logged as existing.  Not a
+ * directory moved to another parent in this transaction (its
+ * last_unlink_trans): the 6.18 kernel commits then, seen on its logs
+ * (log-write.md, "Full commits"), while a directory renamed within its
+ * parent, or a file, is logged.
+ */
+static int log_conflicting_inode(struct log_ctx *ctx, struct tlog_inode *inode)
+{
+	if (S_ISDIR(tlog_inode_mode(inode)) && inode->last_unlink_trans >= ctx->trans->transid)
+		return force_commit(ctx, "a conflicting directory was moved in this transaction");
+	return btrfs_log_inode(ctx, inode, LOG_INODE_EXISTS);
+}
+
+/*
  * log_conflicting_inodes, by the outermost btrfs_log_inode only: each
  * queued inode as existing (its own names may queue more), or the old
  * directory of one that is gone, in full.
@@ -1184,7 +1198,7 @@ static int log_conflicting_inodes(struct log_ctx *ctx)
 		if (ret)
 			break;
 		if (need_log_inode(ctx, inode))
-			ret = btrfs_log_inode(ctx, inode, LOG_INODE_EXISTS);
+			ret = log_conflicting_inode(ctx, inode);
 		tlog_iput(ctx->mnt, inode);
 	}
 	ctx->logging_conflicts = false;
