@@ -79,14 +79,14 @@ static unsigned int decimal_digits(uint64_t v)
 	};
 	/*
 	 * 1233 / 4096 is just above log10(2): bits * that is the digit count
-	 * or one less.  v | 1 has the digits of v (powers of ten are even)
-	 * and 0 gets its one digit.
+	 * or one less, and at most 19 for 64 bits, inside pow10.  v | 1 has
+	 * the digits of v (powers of ten are even) and 0 gets its one digit.
 	 */
 	uint64_t x = v | 1;
 	unsigned int bits = 64 - (unsigned int)__builtin_clzll(x);
 	unsigned int d = (bits * 1233) >> 12;
 
-	return d + (d < 20 && x >= pow10[d]);
+	return d + (x >= pow10[d]);
 }
 
 /*

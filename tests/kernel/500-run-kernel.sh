@@ -92,7 +92,7 @@ done
 [ $nr = "$NRANDOM" ] || fail "only $nr supported random scripts of the $NRANDOM asked for"
 
 notrun=() crash_names=()
-i=0 ran=0 crashes=0 crash_notes=0 kernel_breaks=0 random_crashes=0 logs_same=0 logs_differ=0 start=$(date +%s)
+i=0 ran=0 crashes=0 kernel_breaks=0 random_crashes=0 logs_same=0 logs_differ=0 start=$(date +%s)
 for e in "${list[@]}"; do
 	name=${e%% *} s=${e#* }
 	i=$((i + 1))
@@ -128,7 +128,6 @@ for e in "${list[@]}"; do
 		[ "${TLOG_VERBOSE:-0}" = 1 ] && grep -A8 '^log-compare:' "$TMP/scn.log"
 	fi
 	if [ $RUN_CRASH = 1 ] && grep -q '^crash-note:' "$TMP/scn.log"; then
-		crash_notes=$((crash_notes + 1))
 		crash_names+=("$name")
 		echo "note: $name ($opts): $(grep -A8 '^crash-note:' "$TMP/scn.log" | sed 's/^crash-note: //')"
 	fi
@@ -146,6 +145,7 @@ for n in "${notrun[@]}"; do echo "    $n"; done
 budget=$(( random_crashes * 2 / 100 ))
 [ "$budget" -ge 1 ] || budget=1
 budget=${TLOG_CRASH_BUDGET:-$budget}
+crash_notes=${#crash_names[@]}
 echo "seed $SEED; $ran scripts in $(( $(date +%s) - start ))s, $crashes of them also compared after a power cut;" \
 	"$crash_notes of the $random_crashes random ones compared differ (budget $budget)"
 if [ "$crash_notes" -gt "$budget" ]; then
