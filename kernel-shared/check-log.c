@@ -945,7 +945,7 @@ static int replay_into(struct tlog_check *c, struct tlog_bdev *cow)
 	struct tlog_open_opts opts = { .super_mirror = -1, .writable = true };
 	struct tlog_trans *trans;
 	struct tlog_fs *fs;
-	const char *step = "open";
+	const char *step = "open", *why;
 	int err;
 
 	tlog_error_clear();
@@ -967,10 +967,12 @@ static int replay_into(struct tlog_check *c, struct tlog_bdev *cow)
 fail:
 	if (err == -ENOMEM)
 		return err;
+	/* a failure without a message of its own has only its errno */
+	why = tlog_error_get();
 	check_problem(c, AREA, TLOG_CHECK_IMAGE, BTRFS_TREE_LOG_OBJECTID, 0, -1, NULL,
 		      "the log cannot be replayed%s: %s - the kernel's mount fails or leaves a damaged filesystem",
 		      strcmp(step, "open") ? "" : " (the image cannot be opened for it)",
-		      tlog_error_get()[0] ? tlog_error_get() : strerror(-err));
+		      why && why[0] ? why : strerror(-err));
 	return 1;
 }
 
