@@ -17,11 +17,15 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <linux/fs.h>
 
@@ -40,6 +44,12 @@ struct file_bdev {
 	bool direct_tried;	/* direct_fd has been opened, or refused */
 	int direct_fd;		/* the target again with O_DIRECT; or -1 */
 	u8 *bounce;		/* FILE_BOUNCE_SIZE bytes aligned to FILE_DIRECT_ALIGN */
+	/* reading in place (blockdev.h): the mapping and its lease */
+	u8 *map;		/* the whole file, read-only; unmapped at close */
+	bool leased;		/* the read lease is held */
+	atomic_bool revoked;	/* the kernel asked for the lease back */
+	atomic_uint breaks_seen; /* lease_breaks when last looked at */
+	struct file_bdev *leased_next; /* on leased_files */
 };
 
 /* What O_DIRECT asks of offset, length and buffer (any logical block size up to a page). */
@@ -387,10 +397,152 @@ static int file_clone_from(struct tlog_bdev *bdev, int src_fd, u64 src_off, u64 
 			  (unsigned long long)src_off, strerror(-err));
 }
 
+/* ---- reading in place: a read lease and a mapping ---- */
+
+/*
+ * Lease breaks come as SIGIO, whose default is to end the program; the
+ * handler only counts them, and each device asks the kernel whether the
+ * break was its own.  A program with a SIGIO handler of its own keeps it,
+ * and its files are read, not mapped.
+ */
+static atomic_uint lease_breaks;
+static pthread_mutex_t lease_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct file_bdev *leased_files;	/* this process's leases, under lease_lock */
+
+static void lease_break_handler(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&lease_breaks, 1);
+}
+
+static bool lease_signal_ready(void)
+{
+	static bool installed;
+	struct sigaction old, sa = { .sa_handler = lease_break_handler, .sa_flags = SA_RESTART };
+
+	if (installed)
+		return true;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGIO, NULL, &old) < 0 || old.sa_handler != SIG_DFL ||
+	    (old.sa_flags & SA_SIGINFO))
+		return false;
+	installed = sigaction(SIGIO, &sa, NULL) == 0;
+	return installed;
+}
+
+/* Whether this process holds a read lease on the file @st names. */
+static bool file_leased_here(const struct stat *st)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&lease_lock);
+	for (struct file_bdev *fb = leased_files; fb && !found; fb = fb->leased_next)
+		found = fb->st.st_dev == st->st_dev && fb->st.st_ino == st->st_ino;
+	pthread_mutex_unlock(&lease_lock);
+	return found;
+}
+
+static void lease_forget(struct file_bdev *fb)
+{
+	struct file_bdev **pp = &leased_files;
+
+	while (*pp && *pp != fb)
+		pp = &(*pp)->leased_next;
+	if (*pp)
+		*pp = fb->leased_next;
+}
+
+static int file_map_begin(struct tlog_bdev *bdev)
+{
+	struct file_bdev *fb = bdev->priv;
+	int err = 0;
+
+	pthread_mutex_lock(&lease_lock);
+	if (bdev->writable || !S_ISREG(fb->st.st_mode) || bdev->size == 0 ||
+	    bdev->size > SIZE_MAX || fb->map) {
+		err = tlog_error(-EOPNOTSUPP, "not a regular file open read-only");
+		goto out;
+	}
+	if (!lease_signal_ready()) {
+		err = tlog_error(-EOPNOTSUPP, "SIGIO has a handler of the program's");
+		goto out;
+	}
+	atomic_store(&fb->breaks_seen, atomic_load(&lease_breaks));
+	if (fcntl(fb->fd, F_SETLEASE, F_RDLCK) < 0) {
+		err = tlog_error(-errno, "no read lease: %s", strerror(errno));
+		goto out;
+	}
+	fb->map = mmap(NULL, bdev->size, PROT_READ, MAP_SHARED, fb->fd, 0);
+	if (fb->map == MAP_FAILED) {
+		err = tlog_error(-errno, "cannot map: %s", strerror(errno));
+		fb->map = NULL;
+		fcntl(fb->fd, F_SETLEASE, F_UNLCK);
+		goto out;
+	}
+	/*
+	 * No read-around on a fault: it reads the device's read_ahead_kb
+	 * (8 MiB on CI's disks) around the first touch and waits for all
+	 * of it; the tree code hints what it will read, block by block.
+	 */
+	madvise(fb->map, bdev->size, MADV_RANDOM);
+	fb->leased = true;
+	fb->leased_next = leased_files;
+	leased_files = fb;
+out:
+	pthread_mutex_unlock(&lease_lock);
+	return err;
+}
+
+static const u8 *file_map_read(struct tlog_bdev *bdev, u64 offset, size_t len)
+{
+	(void)len;
+	return ((struct file_bdev *)bdev->priv)->map + offset;
+}
+
+static void file_map_willneed(struct tlog_bdev *bdev, u64 offset, u64 len)
+{
+	u8 *map = ((struct file_bdev *)bdev->priv)->map;
+	uintptr_t start = (uintptr_t)(map + offset) & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
+
+	madvise((void *)start, (uintptr_t)(map + offset + len) - start, MADV_WILLNEED);
+}
+
+static bool file_map_revoked(struct tlog_bdev *bdev)
+{
+	struct file_bdev *fb = bdev->priv;
+	unsigned int breaks = atomic_load_explicit(&lease_breaks, memory_order_relaxed);
+
+	if (breaks == atomic_load_explicit(&fb->breaks_seen, memory_order_relaxed))
+		return atomic_load(&fb->revoked);
+	pthread_mutex_lock(&lease_lock);
+	atomic_store(&fb->breaks_seen, breaks);
+	/* a lease being broken reads as what it is being broken to */
+	if (fb->leased && fcntl(fb->fd, F_GETLEASE) != F_RDLCK)
+		atomic_store(&fb->revoked, true);
+	pthread_mutex_unlock(&lease_lock);
+	return atomic_load(&fb->revoked);
+}
+
+static void file_map_end(struct tlog_bdev *bdev)
+{
+	struct file_bdev *fb = bdev->priv;
+
+	pthread_mutex_lock(&lease_lock);
+	if (fb->leased) {
+		fcntl(fb->fd, F_SETLEASE, F_UNLCK);
+		fb->leased = false;
+		lease_forget(fb);
+	}
+	pthread_mutex_unlock(&lease_lock);
+}
+
 static void file_close(struct tlog_bdev *bdev)
 {
 	struct file_bdev *fb = bdev->priv;
 
+	file_map_end(bdev);
+	if (fb->map)
+		munmap(fb->map, bdev->size);
 	hint_worker_stop(fb->hints);
 	file_drop_direct(fb);
 	free(fb->bounce);
@@ -407,6 +559,11 @@ static const struct tlog_bdev_ops file_bdev_ops = {
 	.writev = file_writev,
 	.flush = file_flush,
 	.readahead = file_readahead,
+	.map_begin = file_map_begin,
+	.map_read = file_map_read,
+	.map_willneed = file_map_willneed,
+	.map_revoked = file_map_revoked,
+	.map_end = file_map_end,
 	.clone_from = file_clone_from,
 	.close = file_close,
 };
@@ -432,6 +589,36 @@ static int refuse_kind(const struct stat *st)
 }
 
 /*
+ * A regular file that someone reads in place (a read lease, blockdev.h)
+ * cannot be opened for writing without blocking: the open fails with
+ * EWOULDBLOCK and the reader is asked to give the file up, which it does
+ * at its next block read, or the kernel takes the lease away after its
+ * lease-break-time (45 s by default).  So the open is tried again until
+ * then; a lease of this very process would not be given up while it
+ * waits, so that is refused at once.
+ */
+#define LEASE_WAIT_MS		60000
+#define LEASE_RETRY_MS		5
+
+static int open_waiting_for_readers(const char *path, int flags, const struct stat *st)
+{
+	const struct timespec pause = { .tv_nsec = LEASE_RETRY_MS * 1000000L };
+	int fd;
+
+	for (int waited = 0;; waited += LEASE_RETRY_MS) {
+		fd = open(path, flags);
+		if (fd >= 0 || errno != EWOULDBLOCK || !S_ISREG(st->st_mode) ||
+		    (flags & O_ACCMODE) == O_RDONLY || waited >= LEASE_WAIT_MS)
+			return fd;
+		if (file_leased_here(st)) {
+			errno = EBUSY;
+			return -1;
+		}
+		nanosleep(&pause, NULL);
+	}
+}
+
+/*
  * Open @path without blocking: a FIFO would wait for a writer forever.
  * The type is checked on the name first (for the error) and on the fd
  * again (the name may have been swapped in between).
@@ -454,11 +641,15 @@ static int open_target(const char *path, int mode, struct stat *st)
 	} else {
 		flags |= O_RDONLY;
 	}
-	fd = open(path, flags);
+	fd = open_waiting_for_readers(path, flags, st);
 	if (fd < 0) {
 		err = -errno;
+		if (err == -EBUSY && S_ISREG(st->st_mode))
+			return tlog_error(err, "open for reading in this program");
 		if (err == -EBUSY)
 			return tlog_error(err, "in use (held exclusively by the kernel or another program)");
+		if (err == -EWOULDBLOCK)
+			return tlog_error(err, "another program keeps reading it");
 		return tlog_error(err, "%s", strerror(-err));
 	}
 	if (fstat(fd, st) < 0 || (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode)) ||
@@ -666,6 +857,59 @@ int tlog_bdev_clone_from(struct tlog_bdev *bdev, int src_fd, u64 src_off, u64 le
 int tlog_bdev_flush(struct tlog_bdev *bdev)
 {
 	return bdev->ops->flush ? bdev->ops->flush(bdev) : 0;
+}
+
+/* Users of a device's mapping may open filesystems on it from two threads (check). */
+static pthread_mutex_t map_users_lock = PTHREAD_MUTEX_INITIALIZER;
+
+bool tlog_bdev_map_begin(struct tlog_bdev *bdev)
+{
+	struct tlog_errsave saved;
+	bool mapped = false;
+
+	pthread_mutex_lock(&map_users_lock);
+	if (bdev->map_users > 0) {
+		bdev->map_users++;
+		mapped = true;
+	} else if (bdev->ops->map_begin) {
+		/* not reading in place is no error: the caller reads instead */
+		tlog_error_save(&saved);
+		mapped = bdev->ops->map_begin(bdev) == 0;
+		tlog_error_restore(&saved);
+		bdev->map_users = mapped;
+	}
+	pthread_mutex_unlock(&map_users_lock);
+	return mapped;
+}
+
+const u8 *tlog_bdev_map_read(struct tlog_bdev *bdev, size_t len, u64 offset)
+{
+	if (bdev->map_users == 0 || offset > bdev->size || len > bdev->size - offset)
+		return NULL;
+	bdev->nr_reads++;
+	bdev->bytes_read += len;
+	return bdev->ops->map_read(bdev, offset, len);
+}
+
+void tlog_bdev_map_willneed(struct tlog_bdev *bdev, u64 offset, u64 len)
+{
+	if (bdev->map_users == 0 || offset >= bdev->size || !bdev->ops->map_willneed)
+		return;
+	bdev->ops->map_willneed(bdev, offset, len < bdev->size - offset ? len : bdev->size - offset);
+}
+
+bool tlog_bdev_map_revoked(struct tlog_bdev *bdev)
+{
+	return bdev->map_users > 0 && bdev->ops->map_revoked(bdev);
+}
+
+void tlog_bdev_map_end(struct tlog_bdev *bdev)
+{
+	pthread_mutex_lock(&map_users_lock);
+	/* the bytes stay mapped until close: pointers into them stay good */
+	if (bdev->map_users > 0 && --bdev->map_users == 0)
+		bdev->ops->map_end(bdev);
+	pthread_mutex_unlock(&map_users_lock);
 }
 
 void tlog_bdev_readahead(struct tlog_bdev *bdev, u64 offset, u64 len)

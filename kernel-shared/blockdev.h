@@ -27,6 +27,19 @@ struct tlog_bdev_ops {
 	int (*flush)(struct tlog_bdev *bdev);
 	/* Hint that [offset, offset + len) will be read soon; may do nothing. */
 	void (*readahead)(struct tlog_bdev *bdev, u64 offset, u64 len);
+	/*
+	 * Reading in place (below); optional, but a backend with map_begin
+	 * has all but map_willneed.  map_begin: 0 when the bytes are mapped
+	 * read-only and held still from now on, or -errno with the reason
+	 * in the error context; map_read: where the bytes at @offset are
+	 * (in range); map_willneed: they are needed now; map_revoked:
+	 * whether someone needs the bytes to change; map_end lets them.
+	 */
+	int (*map_begin)(struct tlog_bdev *bdev);
+	const u8 *(*map_read)(struct tlog_bdev *bdev, u64 offset, size_t len);
+	void (*map_willneed)(struct tlog_bdev *bdev, u64 offset, u64 len);
+	bool (*map_revoked)(struct tlog_bdev *bdev);
+	void (*map_end)(struct tlog_bdev *bdev);
 	/* tlog_bdev_clone_from(); optional (NULL: -EOPNOTSUPP). */
 	int (*clone_from)(struct tlog_bdev *bdev, int src_fd, u64 src_off, u64 len, u64 offset);
 	void (*close)(struct tlog_bdev *bdev);
@@ -40,6 +53,7 @@ struct tlog_bdev {
 	bool writable;
 	bool is_blockdev;
 	void *priv;		/* backend state */
+	int map_users;		/* tlog_bdev_map_begin() not ended yet */
 	/* statistics, for benchmarks and tests */
 	u64 nr_reads;
 	u64 nr_writes;
@@ -61,6 +75,40 @@ int tlog_bdev_open_file(const char *path, int mode, struct tlog_bdev **ret);
 /* Take a reference: the device is closed by the last tlog_bdev_close(). */
 struct tlog_bdev *tlog_bdev_get(struct tlog_bdev *bdev);
 void tlog_bdev_close(struct tlog_bdev *bdev);
+
+/*
+ * Reading in place.  Tree blocks are checked once and then trusted, so a
+ * copy of them that nobody else can change is what the block cache
+ * normally holds; copying a block out of the page cache is a fifth of a
+ * warm walk, though.  A device that can promise its bytes stay put reads
+ * in place instead: the file backend maps a regular file opened read-only
+ * under a read lease (fcntl(F_SETLEASE)), which the kernel grants only
+ * while nobody has the file open for writing (a read-write loop device
+ * included) and which makes anyone who then opens it for writing or
+ * truncates it wait until the lease is given back.  The kernel asks for it
+ * back with SIGIO: the layer notes that (installing a handler when SIGIO
+ * has none, and not mapping when the program has its own), and
+ * tlog_bdev_map_revoked() turns true.  Users then copy what they still use
+ * and end their use; the last tlog_bdev_map_end() gives the lease back.
+ * The mapping itself stays until the device is closed, so a pointer into
+ * it never faults.  A writer the lease holds back longer than the
+ * kernel's lease-break-time (45 s) proceeds anyway; users check what they
+ * copy then.
+ *
+ * tlog_bdev_map_begin() is true when the device's bytes can be read in
+ * place from now on (counting one more user), false when not: another
+ * backend, a block device, a writable open, a file someone writes, a
+ * filesystem without leases.  tlog_bdev_map_read() is where @len bytes at
+ * @offset are then (NULL when past the end), counted in the statistics as
+ * a read; tlog_bdev_map_willneed() asks for bytes needed now at once, in
+ * one request, rather than as a hint (tlog_bdev_readahead(), which may
+ * queue), so the first touch waits only for them.
+ */
+bool tlog_bdev_map_begin(struct tlog_bdev *bdev);
+const u8 *tlog_bdev_map_read(struct tlog_bdev *bdev, size_t len, u64 offset);
+void tlog_bdev_map_willneed(struct tlog_bdev *bdev, u64 offset, u64 len);
+bool tlog_bdev_map_revoked(struct tlog_bdev *bdev);
+void tlog_bdev_map_end(struct tlog_bdev *bdev);
 
 /*
  * A device in memory of @size bytes, zeroed, for tests that need no file

@@ -14,17 +14,26 @@
 
 struct tlog_bdev;
 
-/* A tree block held in memory.  Owned by the block cache; callers hold refs. */
+/*
+ * A tree block held in memory.  Owned by the block cache; callers hold refs.
+ * @data is the block's bytes: either the buffer's own memory (@block, right
+ * after the struct) or, on an image read in place (extent-io.c, "reading
+ * in place"), the device's read-only mapping of them; never written then.
+ */
 struct extent_buffer {
+	u8 *data;
+	struct tlog_fs *fs;		/* the owner, for the last release */
 	u64 start;
 	u32 len;
 	int refs;
 	bool dirty;			/* changed in the running transaction */
 	bool stale;			/* dropped from the cache, freed on last put */
+	bool in_place;			/* @data is in the device's mapping */
+	bool bare;			/* allocated without @block */
 	struct extent_buffer *hash_next;
 	struct list_head lru;		/* on the cache's LRU while refs == 0 */
 	struct list_head dirty_list;	/* on fs->dirty_blocks while dirty */
-	u8 data[];
+	u8 block[];
 };
 
 struct eb_cache {
@@ -68,6 +77,7 @@ struct tlog_open_opts {
 	int super_mirror;		/* -1: the primary, or the newest valid copy if it is damaged */
 	bool writable;
 	bool skip_chunk_tree;		/* dump-super: superblock only */
+	bool read_copies;		/* never read tree blocks in place (blockdev.h) */
 	int fault_mode;			/* tests: TLOG_FAULT_* from the @fault_nth write */
 	u64 fault_nth;
 };
@@ -97,6 +107,8 @@ struct tlog_fs {
 	struct chunk_map chunks;
 	struct eb_cache cache;
 	bool no_readahead;		/* btrfs_set_readahead() */
+	bool in_place;			/* tree blocks are read in place (extent-io.c) */
+	bool image_changed;		/* ...and changed while they were */
 	struct btrfs_root *tree_root;
 	struct btrfs_root *chunk_root;
 	struct btrfs_root *log_root_tree;	/* NULL when there is no log */

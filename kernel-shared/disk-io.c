@@ -203,6 +203,8 @@ int tlog_open_bdev(struct tlog_bdev *bdev, const struct tlog_open_opts *opts,
 	err = setup_fs_from_super(fs);
 	if (err)
 		goto fail;
+	if (!opts->writable && !opts->fault_mode && !opts->read_copies)
+		btrfs_begin_reading_in_place(fs);
 	err = btrfs_read_sys_array(fs, &fs->chunks);
 	if (err)
 		goto fail;
@@ -261,6 +263,8 @@ void tlog_close(struct tlog_fs *fs)
 	free(fs->log_root_tree);
 	free(fs->bg_size_classes);
 	eb_cache_destroy(&fs->cache);
+	if (fs->bdev)
+		btrfs_end_reading_in_place(fs);
 	chunk_map_release(&fs->chunks);
 	tlog_bdev_close(fs->bdev);
 	free(fs);

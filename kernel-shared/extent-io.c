@@ -57,10 +57,9 @@
 #define EB_POOL 1
 #endif
 
-/* The owning fs pointer sits right after a buffer's data, for release. */
 static size_t eb_slot_size(u32 nodesize)
 {
-	return round_up(sizeof(struct extent_buffer) + nodesize + sizeof(struct tlog_fs *), 64);
+	return round_up(sizeof(struct extent_buffer) + nodesize, 64);
 }
 
 /* A 2 MiB-aligned chunk, so that it can be one huge page. */
@@ -109,6 +108,12 @@ static struct extent_buffer *eb_slot_alloc(struct eb_cache *cache)
 
 static void eb_slot_free(struct eb_cache *cache, struct extent_buffer *eb)
 {
+	if (eb->bare) {
+		if (!eb->in_place)
+			free(eb->data);
+		free(eb);
+		return;
+	}
 	if (!EB_POOL) {
 		free(eb);
 		return;
@@ -223,7 +228,7 @@ void free_extent_buffer(struct extent_buffer *eb)
 		return;
 	if (--eb->refs > 0)
 		return;
-	fs = *(struct tlog_fs **)(eb->data + eb->len);
+	fs = eb->fs;
 	if (eb->stale) {
 		eb_slot_free(&fs->cache, eb);
 		return;
@@ -233,6 +238,21 @@ void free_extent_buffer(struct extent_buffer *eb)
 	eb_cache_shrink(&fs->cache);
 }
 
+static void init_extent_buffer(struct tlog_fs *fs, struct extent_buffer *eb, u64 bytenr)
+{
+	eb->fs = fs;
+	eb->start = bytenr;
+	eb->len = fs->nodesize;
+	eb->refs = 1;
+	eb->dirty = false;
+	eb->stale = false;
+	eb->in_place = false;
+	eb->bare = false;
+	eb->hash_next = NULL;
+	INIT_LIST_HEAD(&eb->lru);
+	INIT_LIST_HEAD(&eb->dirty_list);
+}
+
 /* A buffer for the block at @bytenr, one reference, not in the cache yet. */
 static struct extent_buffer *alloc_extent_buffer(struct tlog_fs *fs, u64 bytenr)
 {
@@ -240,15 +260,24 @@ static struct extent_buffer *alloc_extent_buffer(struct tlog_fs *fs, u64 bytenr)
 
 	if (!eb)
 		return NULL;
-	eb->start = bytenr;
-	eb->len = fs->nodesize;
-	eb->refs = 1;
-	eb->dirty = false;
-	eb->stale = false;
-	eb->hash_next = NULL;
-	INIT_LIST_HEAD(&eb->lru);
-	INIT_LIST_HEAD(&eb->dirty_list);
-	memcpy(eb->data + eb->len, &fs, sizeof(fs));
+	init_extent_buffer(fs, eb, bytenr);
+	eb->data = eb->block;
+	return eb;
+}
+
+/* The same for a block read in place at @bytes: only the struct is allocated. */
+static struct extent_buffer *alloc_in_place_buffer(struct tlog_fs *fs, u64 bytenr,
+						   const u8 *bytes)
+{
+	struct extent_buffer *eb = malloc(sizeof(*eb));
+
+	if (!eb)
+		return NULL;
+	init_extent_buffer(fs, eb, bytenr);
+	/* never written: a read-only filesystem COWs into buffers of its own */
+	eb->data = (u8 *)bytes;
+	eb->in_place = true;
+	eb->bare = true;
 	return eb;
 }
 
@@ -260,6 +289,95 @@ static int read_tree_block_copy(struct tlog_fs *fs, u64 physical, u64 bytenr, u8
 	if (ret)
 		return ret;
 	return btrfs_check_tree_block(fs, buf, bytenr);
+}
+
+/* ---- reading in place ---- */
+
+/*
+ * On a device that holds its bytes still (blockdev.h, "reading in place"),
+ * a block is checked where the mapping has it and the cache holds a bare
+ * buffer pointing there: no copy out of the page cache, and no buffer
+ * memory to fault in and clear.  Read-ahead is then only hints.
+ *
+ * When the device asks for its bytes back (a writer is waiting), every
+ * cached block is copied out and checked again before the device is let
+ * go, and reads copy from then on.  A block read in place stays in the
+ * cache's hash while it is held (one forgotten while held is copied out
+ * first), so the hash finds them all; a pointer into a block taken
+ * before and used after the read that lets go still reads the mapping,
+ * which no longer holds still.  A copy that no longer
+ * passes the checks means the writer did not wait (the kernel's
+ * lease-break-time ran out): its buffer is zeroed, which keeps every
+ * later access by those who hold it inside it, and every read fails from
+ * then on: nothing read before can be trusted to agree with it.
+ */
+void btrfs_begin_reading_in_place(struct tlog_fs *fs)
+{
+	fs->in_place = tlog_bdev_map_begin(fs->bdev);
+}
+
+void btrfs_end_reading_in_place(struct tlog_fs *fs)
+{
+	if (!fs->in_place)
+		return;
+	fs->in_place = false;
+	tlog_bdev_map_end(fs->bdev);
+}
+
+static void copy_out_in_place(struct tlog_fs *fs, struct extent_buffer *eb)
+{
+	u8 *copy = malloc(eb->len);
+	struct tlog_errsave saved;
+
+	if (!copy) {
+		/*
+		 * The device waits for no one: the block becomes an empty
+		 * one, as if changed (in_place stays: nothing to free).
+		 */
+		static const u8 empty_block[BTRFS_MAX_NODESIZE];
+
+		eb->data = (u8 *)empty_block;
+		fs->image_changed = true;
+		return;
+	}
+	memcpy(copy, eb->data, eb->len);
+	tlog_error_save(&saved);
+	if (btrfs_check_tree_block(fs, copy, eb->start)) {
+		memset(copy, 0, eb->len);
+		fs->image_changed = true;
+	}
+	tlog_error_restore(&saved);
+	eb->data = copy;
+	eb->in_place = false;
+}
+
+static void stop_reading_in_place(struct tlog_fs *fs)
+{
+	struct eb_cache *cache = &fs->cache;
+
+	for (size_t i = 0; i < cache->hash_size; i++)
+		for (struct extent_buffer *eb = cache->hash[i]; eb; eb = eb->hash_next)
+			if (eb->in_place)
+				copy_out_in_place(fs, eb);
+	btrfs_end_reading_in_place(fs);
+}
+
+/* Check one copy of a tree block where the device maps it. */
+static int load_in_place(struct tlog_fs *fs, u64 physical, u64 bytenr,
+			 struct extent_buffer **ret)
+{
+	const u8 *bytes = tlog_bdev_map_read(fs->bdev, fs->nodesize, physical);
+	int err;
+
+	if (!bytes)
+		return tlog_error(-EIO, "block %llu at %llu is past the end of %s",
+				  (unsigned long long)bytenr, (unsigned long long)physical,
+				  fs->bdev->name);
+	err = btrfs_check_tree_block(fs, bytes, bytenr);
+	if (err)
+		return err;
+	*ret = alloc_in_place_buffer(fs, bytenr, bytes);
+	return *ret ? 0 : -ENOMEM;
 }
 
 static int load_tree_block(struct tlog_fs *fs, u64 bytenr, struct extent_buffer **ret)
@@ -275,11 +393,24 @@ static int load_tree_block(struct tlog_fs *fs, u64 bytenr, struct extent_buffer 
 	if (copies < 0)
 		return copies;
 
+	if (fs->in_place) {
+		/* DUP keeps two copies: a bad first copy is not the end. */
+		for (int i = 0; i < copies; i++) {
+			err = load_in_place(fs, physical[i], bytenr, &eb);
+			if (!err)
+				break;
+		}
+		if (err)
+			return err;
+		eb_cache_insert(&fs->cache, eb);
+		*ret = eb;
+		return 0;
+	}
+
 	eb = alloc_extent_buffer(fs, bytenr);
 	if (!eb)
 		return -ENOMEM;
 
-	/* DUP keeps two copies: a bad first copy is not the end. */
 	for (int i = 0; i < copies; i++) {
 		err = read_tree_block_copy(fs, physical[i], bytenr, eb->data);
 		if (!err)
@@ -414,11 +545,15 @@ int btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *node
 	for (int first = 0, last; first < nr; first = last) {
 		u64 end = prefetch_run(fs, blocks, nr, first, &last);
 
-		if (!wait || first > 0)
+		if (fs->in_place && wait && first == 0)
+			tlog_bdev_map_willneed(fs->bdev, blocks[first].physical,
+					       end - blocks[first].physical);
+		else if (!wait || first > 0)
 			tlog_bdev_readahead(fs->bdev, blocks[first].physical,
 					    end - blocks[first].physical);
 	}
-	if (!wait)
+	/* in place, the device reads when the block is first used */
+	if (!wait || fs->in_place)
 		nr = 0;
 	for (int first = 0, last; first < nr; first = last) {
 		prefetch_run(fs, blocks, nr, first, &last);
@@ -447,6 +582,9 @@ void btrfs_forget_tree_block(struct tlog_fs *fs, u64 bytenr)
 	if (!eb)
 		return;
 	btrfs_clear_buffer_dirty(fs, eb);
+	/* out of the hash, it would miss the copying out when the device asks */
+	if (eb->in_place && eb->refs > 0)
+		copy_out_in_place(fs, eb);
 	eb_cache_unhash(&fs->cache, eb);
 	fs->cache.nr_cached--;
 	if (eb->refs == 0) {
@@ -506,10 +644,15 @@ const struct extent_buffer *btrfs_find_cached_block(struct tlog_fs *fs, u64 byte
 int read_tree_block(struct tlog_fs *fs, u64 bytenr, int level, u64 generation,
 		    struct extent_buffer **ret)
 {
-	struct extent_buffer *eb = eb_cache_lookup(&fs->cache, bytenr);
+	struct extent_buffer *eb;
 	const struct btrfs_header *h;
 	int err;
 
+	if (fs->in_place && tlog_bdev_map_revoked(fs->bdev))
+		stop_reading_in_place(fs);
+	if (fs->image_changed)
+		return tlog_error(-ESTALE, "%s changed while it was read", fs->bdev->name);
+	eb = eb_cache_lookup(&fs->cache, bytenr);
 	if (eb) {
 		fs->cache.hits++;
 		if (eb->refs++ == 0)

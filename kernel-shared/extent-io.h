@@ -13,5 +13,11 @@
 int eb_cache_init(struct eb_cache *cache, u32 nodesize);
 /* Free every block, dirty or not. */
 void eb_cache_destroy(struct eb_cache *cache);
+/*
+ * Read tree blocks in place from now on when the device can (blockdev.h),
+ * for a filesystem opened read-only; and stop, for close.
+ */
+void btrfs_begin_reading_in_place(struct tlog_fs *fs);
+void btrfs_end_reading_in_place(struct tlog_fs *fs);
 
 #endif

@@ -401,6 +401,7 @@ static struct extent_buffer *leaf_eb(void)
 	struct extent_buffer *eb = calloc(1, sizeof(*eb) + NODESIZE);
 
 	cr_assert_not_null(eb);
+	eb->data = eb->block;
 	eb->start = BLOCK_BYTENR;
 	eb->len = NODESIZE;
 	eb->refs = 1;

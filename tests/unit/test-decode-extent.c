@@ -34,7 +34,7 @@ static struct extent_buffer *const leaf = &leaf_mem.eb;
 static void setup(void)
 {
 	memset(&leaf_mem, 0, sizeof(leaf_mem));
-	*leaf = (struct extent_buffer){ .start = BLOCK, .len = NODESIZE };
+	*leaf = (struct extent_buffer){ .data = leaf->block, .start = BLOCK, .len = NODESIZE };
 	tlog_leaf_init(&lb, leaf->data, NODESIZE, 0);
 	btrfs_set_header_owner(eb_header(leaf), BTRFS_FS_TREE_OBJECTID);
 	cr_assert_eq(tlog_fs_create_memory(NODESIZE, SECTOR, BTRFS_CSUM_TYPE_CRC32, &fs), 0);

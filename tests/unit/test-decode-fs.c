@@ -33,6 +33,7 @@ static void setup(void)
 	leaf = calloc(1, sizeof(*leaf) + NODESIZE);
 	cr_assert_not_null(leaf);
 	leaf->start = BLOCK;
+	leaf->data = leaf->block;
 	leaf->len = NODESIZE;
 	tlog_leaf_init(&lb, leaf->data, NODESIZE, 0);
 	btrfs_set_header_owner(eb_header(leaf), BTRFS_FS_TREE_OBJECTID);

@@ -17,6 +17,10 @@
  * all: a SEEK_DATA/SEEK_HOLE walk of the big file with it on reads the
  * leaves in a few large scatter reads instead of one read per block,
  * with the same answers and every leaf the walk needs read.
+ *
+ * Each test runs twice: reading blocks into buffers, and reading them in
+ * place (blockdev.h), where a block touched is a read and read-ahead is
+ * only hints, which must then ask for the leaves in the same few runs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,7 +42,7 @@
 /* Reads since count_mark(): units not read before it, calls. */
 struct usage {
 	u64 units;
-	u64 calls;		/* reads and scatter reads */
+	u64 calls;		/* reads and scatter reads, or blocks read in place */
 	u64 readvs;		/* the scatter reads: read-ahead's */
 	u64 hints;
 };
@@ -49,6 +53,7 @@ struct count_bdev {
 	struct usage mark;		/* ...at count_mark() */
 	u8 seen[NR_UNITS / 8];		/* units read or hinted */
 	u8 seen_mark[NR_UNITS / 8];
+	u8 hinted[NR_UNITS / 8];	/* units hinted */
 };
 
 static struct count_bdev *count_of(struct tlog_bdev *bdev)
@@ -56,13 +61,17 @@ static struct count_bdev *count_of(struct tlog_bdev *bdev)
 	return bdev->priv;
 }
 
-static void count_range(struct tlog_bdev *bdev, u64 offset, u64 len)
+static void mark_units(struct tlog_bdev *bdev, u8 *map, u64 offset, u64 len)
 {
-	struct count_bdev *cb = count_of(bdev);
 	u64 end = offset + len < bdev->size ? offset + len : bdev->size;
 
 	for (u64 u = offset >> UNIT_SHIFT; offset < end && u <= (end - 1) >> UNIT_SHIFT; u++)
-		cb->seen[u / 8] |= (u8)(1U << (u % 8));
+		map[u / 8] |= (u8)(1U << (u % 8));
+}
+
+static void count_range(struct tlog_bdev *bdev, u64 offset, u64 len)
+{
+	mark_units(bdev, count_of(bdev)->seen, offset, len);
 }
 
 static int count_read(struct tlog_bdev *bdev, void *buf, size_t len, u64 offset)
@@ -88,7 +97,41 @@ static void count_readahead(struct tlog_bdev *bdev, u64 offset, u64 len)
 {
 	count_of(bdev)->total.hints++;
 	count_range(bdev, offset, len);
+	mark_units(bdev, count_of(bdev)->hinted, offset, len);
 	tlog_bdev_readahead(count_of(bdev)->inner, offset, len);
+}
+
+/*
+ * Reading in place (blockdev.h), over the memory device's bytes, which
+ * nothing changes while a test reads them: a block read in place is a
+ * read, bytes wanted now are a hint.
+ */
+static int count_map_begin(struct tlog_bdev *bdev)
+{
+	return tlog_bdev_memory_data(count_of(bdev)->inner) ? 0 : -EOPNOTSUPP;
+}
+
+static const u8 *count_map_read(struct tlog_bdev *bdev, u64 offset, size_t len)
+{
+	count_of(bdev)->total.calls++;
+	count_range(bdev, offset, len);
+	return tlog_bdev_memory_data(count_of(bdev)->inner) + offset;
+}
+
+static void count_map_willneed(struct tlog_bdev *bdev, u64 offset, u64 len)
+{
+	count_readahead(bdev, offset, len);
+}
+
+static bool count_map_revoked(struct tlog_bdev *bdev)
+{
+	(void)bdev;
+	return false;
+}
+
+static void count_map_end(struct tlog_bdev *bdev)
+{
+	(void)bdev;
 }
 
 static void count_close(struct tlog_bdev *bdev)
@@ -102,6 +145,16 @@ static const struct tlog_bdev_ops count_ops = {
 	.close = count_close,
 };
 
+static const struct tlog_bdev_ops count_in_place_ops = {
+	.read = count_read, .readv = count_readv, .readahead = count_readahead,
+	.map_begin = count_map_begin, .map_read = count_map_read,
+	.map_willneed = count_map_willneed, .map_revoked = count_map_revoked,
+	.map_end = count_map_end, .close = count_close,
+};
+
+/* Whether the tests below read tree blocks in place (a second run of each). */
+static bool in_place;
+
 /* A read-only counting device over @inner, which it takes a reference of. */
 static struct tlog_bdev *wrap_count(struct tlog_bdev *inner)
 {
@@ -110,7 +163,7 @@ static struct tlog_bdev *wrap_count(struct tlog_bdev *inner)
 
 	cr_assert(bdev && cb);
 	cb->inner = tlog_bdev_get(inner);
-	bdev->ops = &count_ops;
+	bdev->ops = in_place ? &count_in_place_ops : &count_ops;
 	bdev->refs = 1;
 	bdev->name = strdup("count");
 	bdev->priv = cb;
@@ -146,6 +199,15 @@ static struct usage count_since_mark(struct tlog_bdev *bdev, u8 *fresh)
 	return use;
 }
 
+/*
+ * The requests read-ahead made: scatter reads of whole windows, or, in
+ * place, where blocks are only touched one by one, the hints.
+ */
+static u64 ahead(const struct usage *use)
+{
+	return in_place ? use->hints : use->readvs;
+}
+
 static void usage_add(struct usage *sum, const struct usage *use)
 {
 	sum->units += use->units;
@@ -154,13 +216,14 @@ static void usage_add(struct usage *sum, const struct usage *use)
 	sum->hints += use->hints;
 }
 
-/* Whether every unit of the physical range [@offset, +@len) was read. */
-static bool count_covers(struct tlog_bdev *bdev, u64 offset, u64 len)
+/* Whether every unit of the physical range [@offset, +@len) was read (or hinted). */
+static bool count_covers(struct tlog_bdev *bdev, u64 offset, u64 len, bool hinted)
 {
 	const struct count_bdev *cb = count_of(bdev);
+	const u8 *map = hinted ? cb->hinted : cb->seen;
 
 	for (u64 u = offset >> UNIT_SHIFT; u <= (offset + len - 1) >> UNIT_SHIFT; u++)
-		if (!(cb->seen[u / 8] & (1U << (u % 8))))
+		if (!(map[u / 8] & (1U << (u % 8))))
 			return false;
 	return true;
 }
@@ -223,6 +286,8 @@ static struct tlog_fs *open_ro(struct tlog_bdev *bdev)
 	struct tlog_fs *fs;
 
 	cr_assert_eq(tlog_open_bdev(bdev, &opts, &fs), 0, "open: %s", tlog_error_get());
+	/* the counting devices read in place when asked to; the memory device never */
+	cr_assert_eq(fs->in_place, in_place && bdev->ops == &count_in_place_ops);
 	return fs;
 }
 
@@ -407,27 +472,49 @@ static void check_small_files(bool cold_tree, struct small_totals *t)
 		    (unsigned long long)t->on.readvs, (unsigned long long)t->on.hints,
 		    (unsigned long long)t->off.units, (unsigned long long)t->off.calls);
 	/* the switch works: only the seeks with read-ahead read ahead */
-	cr_assert_gt(t->on.readvs, 0);
+	cr_assert_gt(ahead(&t->on), 0);
 	cr_assert_eq(t->off.readvs + t->off.hints, 0);
 	tlog_bdev_close(mem);
 }
 
 /* As a tool does it: open the file (its inode's path is then cached), seek. */
-Test(readahead, open_and_seek_small_file_reads_no_more)
+static void open_and_seek_small_file_reads_no_more(void)
 {
 	struct small_totals t = { 0 };
 
 	check_small_files(false, &t);
 }
 
+Test(readahead, open_and_seek_small_file_reads_no_more)
+{
+	open_and_seek_small_file_reads_no_more();
+}
+
+Test(readahead, open_and_seek_small_file_reads_no_more_in_place)
+{
+	in_place = true;
+	open_and_seek_small_file_reads_no_more();
+}
+
 /* The seek's own search on a cold tree: read-ahead below the root and every node. */
-Test(readahead, seek_on_cold_tree_reads_no_more)
+static void seek_on_cold_tree_reads_no_more(void)
 {
 	struct small_totals t = { 0 };
 
 	check_small_files(true, &t);
 	/* the level-1 node and the leaf below the root, at least, by read-ahead */
-	cr_assert_geq(t.on.readvs, 2 * t.runs);
+	cr_assert_geq(ahead(&t.on), 2 * t.runs);
+}
+
+Test(readahead, seek_on_cold_tree_reads_no_more)
+{
+	seek_on_cold_tree_reads_no_more();
+}
+
+Test(readahead, seek_on_cold_tree_reads_no_more_in_place)
+{
+	in_place = true;
+	seek_on_cold_tree_reads_no_more();
 }
 
 /* ---- a walk of the big file ---- */
@@ -481,9 +568,10 @@ static void walk_release(struct walk *w)
 
 /*
  * The leaves holding the big file's extent items: how many, their bytes in
- * *@bytes, and whether @dev read all of them.
+ * *@bytes, whether @dev read all of them, and how many it was hinted.
  */
-static u64 leaves_read(struct tlog_bdev *mem, struct tlog_bdev *dev, u64 *bytes, bool *all_read)
+static u64 leaves_read(struct tlog_bdev *mem, struct tlog_bdev *dev, u64 *bytes, bool *all_read,
+		       u64 *nr_hinted)
 {
 	struct btrfs_key min = { BIG_INO, BTRFS_EXTENT_DATA_KEY, 0 };
 	struct btrfs_key max = { BIG_INO, BTRFS_EXTENT_DATA_KEY, (u64)-1 };
@@ -493,13 +581,15 @@ static u64 leaves_read(struct tlog_bdev *mem, struct tlog_bdev *dev, u64 *bytes,
 	u64 last = 0, nr = 0, phys;
 
 	*all_read = true;
+	*nr_hinted = 0;
 	btrfs_for_each_item(root, &iter, &min, &max) {
 		if (iter.leaf->start == last)
 			continue;
 		last = iter.leaf->start;
 		nr++;
 		cr_assert_eq(btrfs_map_block(fs, last, fs->nodesize, &phys, 1), 1);
-		*all_read &= count_covers(dev, phys, fs->nodesize);
+		*all_read &= count_covers(dev, phys, fs->nodesize, false);
+		*nr_hinted += count_covers(dev, phys, fs->nodesize, true);
 	}
 	cr_assert_eq(iter.ret, 1);
 	btrfs_tree_iter_end(&iter);
@@ -508,11 +598,11 @@ static u64 leaves_read(struct tlog_bdev *mem, struct tlog_bdev *dev, u64 *bytes,
 	return nr;
 }
 
-Test(readahead, big_file_walk_reads_in_runs)
+static void big_file_walk_reads_in_runs(void)
 {
 	struct tlog_bdev *mem = make_image();
 	struct walk on, off;
-	u64 leaves, bytes;
+	u64 leaves, bytes, hinted_on, hinted_off;
 	bool all_on, all_off;
 
 	check_shape(mem);
@@ -524,8 +614,8 @@ Test(readahead, big_file_walk_reads_in_runs)
 		     "the walks answer differently");
 	cr_assert_eq(on.answers[1], 4096);
 	cr_assert_eq(on.answers[on.nr - 1], BIG_SIZE - 4096);
-	leaves = leaves_read(mem, on.dev, &bytes, &all_on);
-	leaves_read(mem, off.dev, &bytes, &all_off);
+	leaves = leaves_read(mem, on.dev, &bytes, &all_on, &hinted_on);
+	leaves_read(mem, off.dev, &bytes, &all_off, &hinted_off);
 	cr_log_info("walk of %llu leaves: %llu units in %llu reads (%llu scattered, %llu hints) "
 		    "with read-ahead, %llu in %llu without", (unsigned long long)leaves,
 		    (unsigned long long)on.use.units, (unsigned long long)on.use.calls,
@@ -537,13 +627,39 @@ Test(readahead, big_file_walk_reads_in_runs)
 	cr_assert_geq(on.use.units << UNIT_SHIFT, bytes);
 	/*
 	 * Without read-ahead every block is a read of its own; with it the
-	 * leaves, written by one commit side by side, come in runs of many.
+	 * leaves, written by one commit side by side, come in runs of many:
+	 * read so, or in place asked for so.
 	 */
-	cr_assert_leq(on.use.calls * 8, off.use.calls, "%llu reads with read-ahead, %llu without",
-		      (unsigned long long)on.use.calls, (unsigned long long)off.use.calls);
+	cr_assert_eq(hinted_off, 0);
+	if (in_place) {
+		/*
+		 * every leaf asked for before it was touched, but the first:
+		 * the file's open found its inode item there, without read-ahead
+		 */
+		cr_assert_geq(hinted_on, leaves - 1, "%llu of %llu leaves hinted",
+			     (unsigned long long)hinted_on, (unsigned long long)leaves);
+		cr_assert_eq(on.use.calls, off.use.calls, "blocks touched in place");
+		cr_assert_leq(on.use.hints * 8, off.use.calls, "%llu hints for %llu blocks",
+			      (unsigned long long)on.use.hints, (unsigned long long)off.use.calls);
+	} else {
+		cr_assert_leq(on.use.calls * 8, off.use.calls,
+			      "%llu reads with read-ahead, %llu without",
+			      (unsigned long long)on.use.calls, (unsigned long long)off.use.calls);
+	}
 	walk_release(&on);
 	walk_release(&off);
 	tlog_bdev_close(mem);
+}
+
+Test(readahead, big_file_walk_reads_in_runs)
+{
+	big_file_walk_reads_in_runs();
+}
+
+Test(readahead, big_file_walk_reads_in_runs_in_place)
+{
+	in_place = true;
+	big_file_walk_reads_in_runs();
 }
 
 /*
@@ -552,7 +668,7 @@ Test(readahead, big_file_walk_reads_in_runs)
  * or SEEK_HOLE reads a few leaves more than without it, not the thousands
  * a whole-node read-ahead would (2,900 units at offset 0 before windows).
  */
-Test(readahead, one_seek_in_big_file_reads_a_window)
+static void one_seek_in_big_file_reads_a_window(void)
 {
 	static const u64 offsets[] = { 0, BIG_SIZE / 2 + 8192, BIG_SIZE - 8192 };
 	struct tlog_bdev *mem = make_image();
@@ -580,4 +696,15 @@ Test(readahead, one_seek_in_big_file_reads_a_window)
 		}
 	}
 	tlog_bdev_close(mem);
+}
+
+Test(readahead, one_seek_in_big_file_reads_a_window)
+{
+	one_seek_in_big_file_reads_a_window();
+}
+
+Test(readahead, one_seek_in_big_file_reads_a_window_in_place)
+{
+	in_place = true;
+	one_seek_in_big_file_reads_a_window();
 }

@@ -30,6 +30,7 @@ static void setup(void)
 	leaf = calloc(1, sizeof(*leaf) + NODESIZE);
 	cr_assert_not_null(leaf);
 	leaf->start = 30408704;
+	leaf->data = leaf->block;
 	leaf->len = NODESIZE;
 	tlog_leaf_init(&lb, leaf->data, NODESIZE, 0);
 	btrfs_set_header_owner(eb_header(leaf), BTRFS_TREE_LOG_OBJECTID);
