@@ -38,7 +38,8 @@ struct extent_buffer {
 
 struct eb_cache {
 	struct extent_buffer **hash;
-	size_t hash_size;
+	size_t hash_size;		/* 1 << hash_bits */
+	unsigned int hash_bits;
 	struct list_head lru;		/* unreferenced buffers, oldest first */
 	size_t nr_cached;
 	size_t max_cached;		/* soft limit on unreferenced buffers */

@@ -135,19 +135,51 @@ static void eb_slots_release(struct eb_cache *cache)
 
 /* ---- block cache ---- */
 
+/*
+ * A power-of-two table indexed by the top bits of a multiplicative hash:
+ * every search looks up a block per level, and a division by a prime
+ * table size was a third of that.  The table doubles when it holds more
+ * blocks than buckets (a commit's dirty blocks are all held).
+ */
+#define EB_HASH_MIN_BITS	14
+
 static size_t eb_hash(const struct eb_cache *cache, u64 bytenr)
 {
-	return (size_t)((bytenr >> 12) * 0x9E3779B97F4A7C15ULL >> 20) % cache->hash_size;
+	return (size_t)(((bytenr >> 12) * 0x9E3779B97F4A7C15ULL) >> (64 - cache->hash_bits));
+}
+
+static int eb_hash_alloc(struct eb_cache *cache, unsigned int bits)
+{
+	struct extent_buffer **hash = calloc((size_t)1 << bits, sizeof(*hash));
+	struct extent_buffer **old = cache->hash;
+	size_t old_size = cache->hash_size;
+
+	if (!hash)
+		return -ENOMEM;
+	cache->hash = hash;
+	cache->hash_bits = bits;
+	cache->hash_size = (size_t)1 << bits;
+	for (size_t i = 0; i < old_size; i++) {
+		for (struct extent_buffer *eb = old[i], *next; eb; eb = next) {
+			size_t h = eb_hash(cache, eb->start);
+
+			next = eb->hash_next;
+			eb->hash_next = hash[h];
+			hash[h] = eb;
+		}
+	}
+	free(old);
+	return 0;
 }
 
 int eb_cache_init(struct eb_cache *cache, u32 nodesize)
 {
 	cache->max_cached = TLOG_CACHE_BYTES / nodesize;
-	cache->hash_size = 16411;
-	cache->hash = calloc(cache->hash_size, sizeof(*cache->hash));
+	cache->hash = NULL;
+	cache->hash_size = 0;
 	cache->slot_size = eb_slot_size(nodesize);
 	INIT_LIST_HEAD(&cache->lru);
-	return cache->hash ? 0 : -ENOMEM;
+	return eb_hash_alloc(cache, EB_HASH_MIN_BITS);
 }
 
 static struct extent_buffer *eb_cache_lookup(struct eb_cache *cache, u64 bytenr)
@@ -172,8 +204,12 @@ static void eb_cache_unhash(struct eb_cache *cache, struct extent_buffer *eb)
 
 static void eb_cache_insert(struct eb_cache *cache, struct extent_buffer *eb)
 {
-	size_t h = eb_hash(cache, eb->start);
+	size_t h;
 
+	/* a table that cannot grow only gets longer chains */
+	if (cache->nr_cached >= cache->hash_size && cache->hash_bits < 8 * sizeof(size_t) - 2)
+		eb_hash_alloc(cache, cache->hash_bits + 1);
+	h = eb_hash(cache, eb->start);
 	eb->hash_next = cache->hash[h];
 	cache->hash[h] = eb;
 	cache->nr_cached++;

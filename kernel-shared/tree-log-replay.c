@@ -70,6 +70,12 @@ struct replay {
 
 /* ---- statistics (dry run, -v) ---- */
 
+/* Where (@ino, @subvol) starts looking in a table of @size (a power of two) slots. */
+static size_t stat_slot(u64 ino, u64 subvol, size_t size)
+{
+	return (size_t)(ino * 0x9e3779b97f4a7c15ULL + subvol) & (size - 1);
+}
+
 static struct tlog_replay_inode *stat_of(struct replay *rp, u64 ino)
 {
 	struct tlog_replay_stats *s = rp->stats;
@@ -85,22 +91,22 @@ static struct tlog_replay_inode *stat_of(struct replay *rp, u64 ino)
 		if (!hash)
 			return NULL;
 		for (size_t i = 0; i < s->nr; i++) {
-			h = (s->inodes[i].ino * 0x9e3779b97f4a7c15ULL + s->inodes[i].subvol) % size;
+			h = stat_slot(s->inodes[i].ino, s->inodes[i].subvol, size);
 			while (hash[h])
-				h = (h + 1) % size;
+				h = (h + 1) & (size - 1);
 			hash[h] = i + 1;
 		}
 		free(s->hash);
 		s->hash = hash;
 		s->hash_size = size;
 	}
-	h = (ino * 0x9e3779b97f4a7c15ULL + subvol) % s->hash_size;
+	h = stat_slot(ino, subvol, s->hash_size);
 	while (s->hash[h]) {
 		struct tlog_replay_inode *e = &s->inodes[s->hash[h] - 1];
 
 		if (e->ino == ino && e->subvol == subvol)
 			return e;
-		h = (h + 1) % s->hash_size;
+		h = (h + 1) & (s->hash_size - 1);
 	}
 	if (array_reserve(s->inodes, s->cap, s->nr + 1))
 		return NULL;

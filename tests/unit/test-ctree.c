@@ -452,3 +452,33 @@ Test(ctree, item_accessors)
 	cr_assert_eq(*(u8 *)btrfs_item_ptr(eb, 1), 0x11);
 	free(eb);
 }
+
+/*
+ * The block cache's table grows past its first 16384 buckets: a commit
+ * holds all its dirty blocks, and a memory filesystem never drops one.
+ * Every block is still found, at its own address, after the doublings.
+ */
+Test(ctree, block_cache_finds_every_block_as_it_grows)
+{
+	const u32 nodesize = 4096;
+	const u64 nr = 40000, base = 1ULL << 30;
+	struct tlog_fs *mem;
+
+	cr_assert_eq(tlog_fs_create_memory(nodesize, 4096, BTRFS_CSUM_TYPE_CRC32, &mem), 0);
+	for (u64 i = 0; i < nr; i++) {
+		struct extent_buffer *eb = btrfs_new_tree_block(mem, base + i * nodesize);
+
+		cr_assert_not_null(eb);
+		free_extent_buffer(eb);
+	}
+	cr_assert_gt(mem->cache.hash_size, nr / 2, "%zu buckets for %llu blocks",
+		     mem->cache.hash_size, (unsigned long long)nr);
+	for (u64 i = 0; i < nr; i++) {
+		const struct extent_buffer *eb = btrfs_find_cached_block(mem, base + i * nodesize);
+
+		cr_assert(eb && eb->start == base + i * nodesize, "block %llu lost",
+			  (unsigned long long)i);
+	}
+	cr_assert_null(btrfs_find_cached_block(mem, base + nr * nodesize));
+	tlog_close(mem);
+}
