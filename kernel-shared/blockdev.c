@@ -27,7 +27,9 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 
 #include "blockdev.h"
 #include "claim.h"
@@ -452,6 +454,22 @@ static void lease_forget(struct file_bdev *fb)
 		*pp = fb->leased_next;
 }
 
+/*
+ * On tmpfs (and ramfs) the page cache is the file: a fault on a hole of a
+ * mapping allocates a page in the file, shared or private, where read()
+ * would only see zeros.  A tree block of an image copied with
+ * cp --sparse=always has holes wherever a page of it was zero (a leaf's
+ * free middle), so reading it in place would fill them: the image's
+ * data map would change and memory be spent by a reader.  Read those.
+ */
+static bool file_on_memory_fs(int fd)
+{
+	struct statfs sfs;
+
+	return fstatfs(fd, &sfs) == 0 &&
+	       (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
+}
+
 static int file_map_begin(struct tlog_bdev *bdev)
 {
 	struct file_bdev *fb = bdev->priv;
@@ -465,6 +483,10 @@ static int file_map_begin(struct tlog_bdev *bdev)
 	}
 	if (!lease_signal_ready()) {
 		err = tlog_error(-EOPNOTSUPP, "SIGIO has a handler of the program's");
+		goto out;
+	}
+	if (file_on_memory_fs(fb->fd)) {
+		err = tlog_error(-EOPNOTSUPP, "a memory filesystem would fill the holes it reads");
 		goto out;
 	}
 	atomic_store(&fb->breaks_seen, atomic_load(&lease_breaks));

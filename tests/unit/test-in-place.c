@@ -7,9 +7,10 @@
  * lease go, and what the reader then holds is what it checked, not what
  * the writer wrote.  The reader's own process cannot open the image for
  * writing behind its back; an image someone already writes is read, not
- * mapped.  And a writer that did not wait (the kernel's lease-break-time
- * ran out) is caught: the blocks it changed fail their checks again when
- * they are copied out, and the filesystem refuses to read on.
+ * mapped, and so is an image on tmpfs, whose holes a mapping would fill.
+ * And a writer that did not wait (the kernel's lease-break-time ran out)
+ * is caught: the blocks it changed fail their checks again when they are
+ * copied out, and the filesystem refuses to read on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@
 #define MAX_LEAVES	256
 
 static char image[] = "/tmp/tlogctl-in-place.XXXXXX";
+static char shm_image[] = "/dev/shm/tlogctl-in-place.XXXXXX";
 
 /* A filesystem with NR_INODES inode items in its fs tree, on a memory device. */
 static struct tlog_bdev *make_fs(void)
@@ -50,12 +52,16 @@ static struct tlog_bdev *make_fs(void)
 	return mem;
 }
 
-/* The memory device's bytes in a sparse file: the image the tests open. */
-static void write_image(struct tlog_bdev *mem)
+/*
+ * The memory device's bytes in a sparse file at @path (a mkstemp
+ * template), as cp --sparse=always leaves them: every zero page a hole,
+ * tree blocks included.
+ */
+static void write_image(struct tlog_bdev *mem, char *path)
 {
 	const u8 *data = tlog_bdev_memory_data(mem);
 	static const u8 zero[4096];
-	int fd = mkstemp(image);
+	int fd = mkstemp(path);
 
 	cr_assert_geq(fd, 0);
 	for (u64 off = 0; off < mem->size; off += sizeof(zero))
@@ -70,7 +76,7 @@ static void setup(void)
 {
 	struct tlog_bdev *mem = make_fs();
 
-	write_image(mem);
+	write_image(mem, image);
 	tlog_bdev_close(mem);
 }
 
@@ -79,13 +85,18 @@ static void teardown(void)
 	unlink(image);
 }
 
-static struct tlog_fs *open_image(bool copies)
+static struct tlog_fs *open_path(const char *path, bool copies)
 {
 	struct tlog_open_opts opts = { .super_mirror = -1, .read_copies = copies };
 	struct tlog_fs *fs;
 
-	cr_assert_eq(tlog_open(image, &opts, &fs), 0, "open: %s", tlog_error_get());
+	cr_assert_eq(tlog_open(path, &opts, &fs), 0, "open: %s", tlog_error_get());
 	return fs;
+}
+
+static struct tlog_fs *open_image(bool copies)
+{
+	return open_path(image, copies);
 }
 
 /* Every item of the fs tree, keys and bytes, folded into one number (FNV-1a). */
@@ -272,6 +283,47 @@ Test(in_place, not_while_someone_writes)
 	cr_assert_eq(d.items, NR_INODES + 2);
 	tlog_close(fs);
 	close(fd);
+}
+
+/* The data ranges of the file at @path folded into one number: its layout. */
+static u64 data_map(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	u64 hash = 0xcbf29ce484222325ULL;
+	off_t pos = 0, end;
+
+	cr_assert_geq(fd, 0);
+	while ((pos = lseek(fd, pos, SEEK_DATA)) >= 0) {
+		end = lseek(fd, pos, SEEK_HOLE);
+		fold(&hash, &pos, sizeof(pos));
+		fold(&hash, &end, sizeof(end));
+		pos = end;
+	}
+	close(fd);
+	return hash;
+}
+
+/*
+ * On tmpfs a fault on a hole allocates a page in the file: an image there
+ * is read, not mapped, and reading it leaves its holes alone.
+ */
+Test(in_place, not_on_tmpfs_whose_holes_a_mapping_fills)
+{
+	struct tlog_bdev *mem = make_fs();
+	struct tlog_fs *fs;
+	struct digest d;
+	u64 before;
+
+	write_image(mem, shm_image);
+	tlog_bdev_close(mem);
+	before = data_map(shm_image);
+	fs = open_path(shm_image, false);
+	cr_assert_not(fs->in_place, "an image on tmpfs is read in place");
+	digest_fs_tree(fs, &d);
+	tlog_close(fs);
+	cr_assert_eq(d.ret, 1);
+	cr_assert_eq(data_map(shm_image), before, "reading changed the image's holes");
+	unlink(shm_image);
 }
 
 /* ---- a writer that did not wait: a memory device whose bytes the test changes ---- */
