@@ -576,7 +576,8 @@ int btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *node
 	/*
 	 * Ask for every run at once, so the device works on them in parallel;
 	 * but not for the first one when it is read right away: the hint
-	 * would only cost a system call.
+	 * would only cost a system call.  In place nothing is read here, so
+	 * that one is asked for now, not queued behind the other hints.
 	 */
 	for (int first = 0, last; first < nr; first = last) {
 		u64 end = prefetch_run(fs, blocks, nr, first, &last);
