@@ -221,6 +221,7 @@ static void fst_ranges(struct tlog_fs *fs, u64 bg_start, u64 bg_len, struct rang
 			r->bitmaps++;
 		}
 	}
+	btrfs_tree_iter_end(&iter);
 	cr_assert_eq(iter.ret, 1, "free space tree: %s", tlog_error_get());
 }
 
@@ -247,6 +248,7 @@ static void extent_tree_free(struct tlog_fs *fs, u64 bg_start, u64 bg_len, struc
 			ranges_add(r, pos, iter.key.objectid - pos);
 		pos = iter.key.objectid + len;
 	}
+	btrfs_tree_iter_end(&iter);
 	cr_assert_eq(iter.ret, 1, "extent tree: %s", tlog_error_get());
 	cr_assert_leq(pos, bg_start + bg_len);
 	if (pos < bg_start + bg_len)
@@ -350,6 +352,7 @@ u64 memfs_csum_bytes(struct tlog_fs *fs, u64 bytenr, u64 len)
 		if (hi > lo)
 			covered += hi - lo;
 	}
+	btrfs_tree_iter_end(&iter);
 	cr_assert_eq(iter.ret, 1, "csum tree: %s", tlog_error_get());
 	return covered;
 }
