@@ -58,10 +58,25 @@ unit_tests_missing() {
 	fi
 }
 
+# The unit tests, failing on a sanitizer's report too: Criterion runs each
+# test in a child whose leak or UBSan report does not fail the test.
+run_unit_tests() {
+	local log rc
+	log=$(mktemp)
+	"$BUILDDIR/tests/unit/unit-tests" --jobs 2 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	if [ "$rc" = 0 ] && grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:' "$log"; then
+		echo "unit tests: a sanitizer reported an error (above)"
+		rc=1
+	fi
+	rm -f "$log"
+	return "$rc"
+}
+
 if [ -z "$FILTER" ]; then
 	if [ -x "$BUILDDIR/tests/unit/unit-tests" ]; then
 		echo "== unit tests (Criterion)"
-		if "$BUILDDIR/tests/unit/unit-tests" --jobs 2; then
+		if run_unit_tests; then
 			passed=$((passed + 1))
 		else
 			failed=$((failed + 1))
