@@ -906,7 +906,7 @@ bool tlog_bdev_map_begin(struct tlog_bdev *bdev)
 
 const u8 *tlog_bdev_map_read(struct tlog_bdev *bdev, size_t len, u64 offset)
 {
-	if (bdev->map_users == 0 || offset > bdev->size || len > bdev->size - offset)
+	if (bdev->map_users == 0 || check_range(bdev, "read", len, offset))
 		return NULL;
 	bdev->nr_reads++;
 	bdev->bytes_read += len;

@@ -98,9 +98,10 @@ void tlog_bdev_close(struct tlog_bdev *bdev);
  * tlog_bdev_map_begin() is true when the device's bytes can be read in
  * place from now on (counting one more user), false when not: another
  * backend, a block device, a writable open, a file someone writes, a
- * filesystem without leases, tmpfs (whose holes a mapping fills).  tlog_bdev_map_read() is where @len bytes at
- * @offset are then (NULL when past the end), counted in the statistics as
- * a read; tlog_bdev_map_willneed() asks for bytes needed now at once, in
+ * filesystem without leases, tmpfs (whose holes a mapping fills).
+ * tlog_bdev_map_read() is where @len bytes at @offset are then (NULL, the
+ * reason recorded, when past the end), counted in the statistics as a
+ * read; tlog_bdev_map_willneed() asks for bytes needed now at once, in
  * one request, rather than as a hint (tlog_bdev_readahead(), which may
  * queue), so the first touch waits only for them.
  */

@@ -263,8 +263,7 @@ void tlog_close(struct tlog_fs *fs)
 	free(fs->log_root_tree);
 	free(fs->bg_size_classes);
 	eb_cache_destroy(&fs->cache);
-	if (fs->bdev)
-		btrfs_end_reading_in_place(fs);
+	btrfs_end_reading_in_place(fs);
 	chunk_map_release(&fs->chunks);
 	tlog_bdev_close(fs->bdev);
 	free(fs);

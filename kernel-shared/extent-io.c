@@ -406,9 +406,7 @@ static int load_in_place(struct tlog_fs *fs, u64 physical, u64 bytenr,
 	int err;
 
 	if (!bytes)
-		return tlog_error(-EIO, "block %llu at %llu is past the end of %s",
-				  (unsigned long long)bytenr, (unsigned long long)physical,
-				  fs->bdev->name);
+		return -EIO;	/* past the end: the reason is recorded */
 	err = btrfs_check_tree_block(fs, bytes, bytenr);
 	if (err)
 		return err;
