@@ -50,14 +50,22 @@ int tlog_error_wrap(int err, const char *prefix)
 	return tlog_error(err, "%s: %s", prefix, old);
 }
 
+/*
+ * Searches save and restore around every answer that is not an error,
+ * almost always with nothing recorded: only a recorded message is copied.
+ */
 void tlog_error_save(struct tlog_errsave *save)
 {
 	save->set = errset;
-	memcpy(save->msg, errmsg, sizeof(save->msg));
+	if (errset)
+		snprintf(save->msg, sizeof(save->msg), "%s", errmsg);
 }
 
 void tlog_error_restore(const struct tlog_errsave *save)
 {
 	errset = save->set;
-	memcpy(errmsg, save->msg, sizeof(errmsg));
+	if (save->set)
+		snprintf(errmsg, sizeof(errmsg), "%s", save->msg);
+	else
+		errmsg[0] = '\0';
 }
