@@ -16,14 +16,27 @@
 
 void btrfs_init_path(struct btrfs_path *path)
 {
-	memset(path, 0, sizeof(*path));
+	memset(path->nodes, 0, sizeof(path->nodes));
+	memset(path->slots, 0, sizeof(path->slots));
+	path->reada = false;
+}
+
+void btrfs_path_set_reada(struct btrfs_path *path, const struct btrfs_key *max)
+{
+	path->reada = true;
+	path->reada_max = max ? *max : (struct btrfs_key){ (u64)-1, (u8)-1, (u64)-1 };
+	memset(path->reada_node, 0, sizeof(path->reada_node));
+	memset(path->reada_end, 0, sizeof(path->reada_end));
+	path->reada_window = 0;
 }
 
 void btrfs_release_path(struct btrfs_path *path)
 {
 	for (int i = 0; i < BTRFS_MAX_LEVEL; i++) {
-		free_extent_buffer(path->nodes[i]);
-		path->nodes[i] = NULL;
+		if (path->nodes[i]) {
+			free_extent_buffer(path->nodes[i]);
+			path->nodes[i] = NULL;
+		}
 		path->slots[i] = 0;
 	}
 }
@@ -492,8 +505,7 @@ int btrfs_tree_iter_start(struct btrfs_root *root, struct btrfs_tree_iter *iter,
 	memset(iter, 0, sizeof(*iter));
 	iter->root = root;
 	iter->max = *max;
-	iter->path.reada = true;
-	iter->path.reada_max = *max;
+	btrfs_path_set_reada(&iter->path, max);
 	iter->ret = btrfs_search_forward(root, min, &iter->path);
 	if (iter->ret == 0)
 		iter_load(iter);

@@ -165,7 +165,12 @@ static inline u64 btrfs_block_group_root_id(const struct tlog_fs *fs)
 	       BTRFS_BLOCK_GROUP_TREE_OBJECTID : BTRFS_EXTENT_TREE_OBJECTID;
 }
 
-/* A position in a tree: the block and slot at each level, leaf at 0. */
+/*
+ * A position in a tree: the block and slot at each level, leaf at 0.  The
+ * read-ahead state is set by btrfs_path_set_reada() and only read while
+ * @reada is on: btrfs_init_path() leaves it alone, as it is most of the
+ * path and most paths make one lookup.
+ */
 struct btrfs_path {
 	struct extent_buffer *nodes[BTRFS_MAX_LEVEL];
 	int slots[BTRFS_MAX_LEVEL];
@@ -325,6 +330,8 @@ int bin_search_block(const struct extent_buffer *eb, const struct btrfs_key *key
 
 void btrfs_init_path(struct btrfs_path *path);
 void btrfs_release_path(struct btrfs_path *path);
+/* Prefetch leaves while walking @path, none past @max (NULL: to the end of the tree). */
+void btrfs_path_set_reada(struct btrfs_path *path, const struct btrfs_key *max);
 
 /*
  * Find @key in @root.  Returns 0 if found (path points at it), 1 if not

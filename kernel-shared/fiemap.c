@@ -346,8 +346,7 @@ static int fiemap_run(struct tlog_file *file, struct tlog_fiemap_request *req,
 			return ret;
 		btrfs_init_path(&ctx.extent_path);
 		/* data extent items come in bytenr order as the file goes on */
-		ctx.extent_path.reada = true;
-		ctx.extent_path.reada_max = (struct btrfs_key){ (u64)-1, (u8)-1, (u64)-1 };
+		btrfs_path_set_reada(&ctx.extent_path, NULL);
 	}
 	ret = fiemap_walk(&ctx, req->start / ss * ss,
 			  round_up(req->start + req->length, ss), sink);

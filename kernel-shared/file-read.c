@@ -643,7 +643,7 @@ int tlog_file_verify(struct tlog_file *file, u64 *bad_offset)
 	if (!buf)
 		return -ENOMEM;
 	btrfs_init_path(&cc.path);
-	cc.path.reada = true;
+	btrfs_path_set_reada(&cc.path, NULL);
 
 	ret = tlog_file_cursor_seek(file, 0);
 	while (ret == 0) {

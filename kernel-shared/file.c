@@ -40,8 +40,8 @@ int tlog_file_open(struct tlog_fs *fs, struct btrfs_root *root, u64 ino,
 	file->size = btrfs_inode_item_size(&file->inode);
 	file->mode = btrfs_inode_item_mode(&file->inode);
 	btrfs_init_path(&file->cur.path);
-	file->cur.path.reada = true;
-	file->cur.path.reada_max = (struct btrfs_key){ ino, BTRFS_EXTENT_DATA_KEY, (u64)-1 };
+	btrfs_path_set_reada(&file->cur.path,
+			     &(struct btrfs_key){ ino, BTRFS_EXTENT_DATA_KEY, (u64)-1 });
 	*ret = file;
 	return 0;
 }
