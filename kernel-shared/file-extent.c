@@ -52,8 +52,26 @@ static int next_extent(struct btrfs_root *root, u64 ino, u64 pos, u64 end,
 
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot(root, &key, &path);
-	if (ret > 0) {
-		/* the item before may reach into the range */
+	if (ret > 0 && path.slots[0] > 0) {
+		/*
+		 * The item before, in this leaf, may reach into the range;
+		 * if not, the first item after @pos is where the search
+		 * stopped (or the first of the next leaf).
+		 */
+		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0] - 1);
+		if (key.objectid == ino && key.type == BTRFS_EXTENT_DATA_KEY) {
+			ret = decode_extent(root->fs, path.nodes[0], path.slots[0] - 1, fe);
+			if (ret || fe->ext.end > pos)
+				goto out;
+		}
+		if (path.slots[0] < (int)btrfs_header_nritems_eb(path.nodes[0])) {
+			ret = 0;
+		} else {
+			path.slots[0]--;
+			ret = btrfs_next_item(root, &path);
+		}
+	} else if (ret > 0) {
+		/* the item before, in an earlier leaf, may reach into the range */
 		ret = btrfs_prev_item(root, &path);
 		if (ret == 0) {
 			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
