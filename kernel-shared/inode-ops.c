@@ -88,7 +88,7 @@ static void free_inode(struct tlog_inode *inode)
 
 int tlog_mount_attach(struct tlog_trans *trans, struct tlog_mount **ret)
 {
-	/* replay holds an inode for one change at a time: a small cache */
+	/* replay keeps the inodes it changes cached for a while (tree-log-replay.c) */
 	struct tlog_mount *mnt = mount_alloc(trans->fs, 64);
 
 	if (!mnt)
@@ -343,15 +343,12 @@ void tlog_iput(struct tlog_mount *mnt, struct tlog_inode *inode)
 		inode->refs--;
 }
 
-int tlog_iforget(struct tlog_mount *mnt, struct tlog_inode *inode)
+/* Write back the item of unreferenced @inode, and drop it from the cache. */
+static int drop_cached(struct tlog_mount *mnt, struct tlog_inode *inode)
 {
 	struct tlog_inode **pp;
 	int err = 0;
 
-	if (!inode)
-		return 0;
-	if (--inode->refs > 0)
-		return 0;
 	if (inode->item_dirty && !inode->evicted)
 		err = tlog_write_inode_item(mnt, inode);
 	pp = &mnt->hash[inode_hash(mnt, inode->root->root_key.objectid, inode->ino)];
@@ -361,6 +358,53 @@ int tlog_iforget(struct tlog_mount *mnt, struct tlog_inode *inode)
 	mnt->nr_inodes--;
 	list_del_init(&inode->dirty_list);
 	free_inode(inode);
+	return err;
+}
+
+int tlog_iforget(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	if (!inode)
+		return 0;
+	if (--inode->refs > 0)
+		return 0;
+	return drop_cached(mnt, inode);
+}
+
+bool tlog_icached(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino)
+{
+	struct tlog_inode *inode = find_cached(mnt, root, ino);
+
+	return inode && !inode->evicted;
+}
+
+int tlog_iflush(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino)
+{
+	struct tlog_inode *inode = find_cached(mnt, root, ino);
+
+	if (!inode || inode->refs > 0)
+		return 0;
+	return drop_cached(mnt, inode);
+}
+
+int tlog_iflush_unused(struct tlog_mount *mnt)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < mnt->hash_size; i++) {
+		struct tlog_inode *inode = mnt->hash[i];
+
+		while (inode) {
+			struct tlog_inode *next = inode->hash_next;
+
+			if (inode->refs == 0) {
+				int ret = drop_cached(mnt, inode);
+
+				if (!err)
+					err = ret;
+			}
+			inode = next;
+		}
+	}
 	return err;
 }
 

@@ -256,6 +256,18 @@ void tlog_iput(struct tlog_mount *mnt, struct tlog_inode *inode);
  * that no cached copy outlives one change.
  */
 int tlog_iforget(struct tlog_mount *mnt, struct tlog_inode *inode);
+/*
+ * For callers that keep inodes cached past their last reference instead
+ * (log replay, which changes the same directory for every name it adds):
+ * whether the cache holds inode @ino of @root, not evicted - its item is
+ * in the tree, the cached copy newer; tlog_iflush() writes the item of
+ * the inode, unreferenced, and drops it before the caller reads or
+ * writes the item directly; tlog_iflush_unused() does so for every
+ * unreferenced inode, to bound the cache.
+ */
+bool tlog_icached(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino);
+int tlog_iflush(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino);
+int tlog_iflush_unused(struct tlog_mount *mnt);
 /* The inode item changed in memory: to be written back, times as the caller set them. */
 void tlog_inode_mark_dirty(struct tlog_mount *mnt, struct tlog_inode *inode);
 

@@ -14,10 +14,14 @@
  * kernel does, so that the recount visits exactly the kernel's inodes.
  *
  * Inode changes go through the inode operations (inode-ops.h) on a mount
- * attached to the replay's transaction, in the kernel's log-recovery mode;
- * each inode is taken for one change and forgotten after it (its item
- * written at once), since the replay also copies logged inode items into
- * the tree and reads them back directly.
+ * attached to the replay's transaction, in the kernel's log-recovery mode.
+ * The replay also copies logged inode items into the tree directly, and
+ * the result must be what it would be if every change wrote its inode's
+ * item at once and the next one read it back; so an inode stays cached
+ * between changes (a directory gains every name of the log one at a time)
+ * but is written back and dropped before its item is copied over
+ * (tlog_iflush), and whenever the cache holds more than REPLAY_CACHED
+ * inodes.  Only whether an inode exists is asked of the cache as well.
  *
  * The log's blocks, and the data extents only the log refers to, lie in
  * space the extent tree calls free: they are kept out of the transaction's
@@ -144,6 +148,13 @@ void tlog_replay_stats_free(struct tlog_replay_stats *stats)
 	memset(stats, 0, sizeof(*stats));
 }
 
+/*
+ * Inodes kept cached between changes, at most: 16 MiB of them (some
+ * 40,000), so that a log of that many inodes reads and writes each once;
+ * the kernel keeps all it replays in memory.
+ */
+#define REPLAY_CACHED	((16u << 20) / sizeof(struct tlog_inode))
+
 /* ---- small lookups ---- */
 
 static int item_exists(struct btrfs_root *root, const struct btrfs_key *key)
@@ -157,11 +168,27 @@ static int item_exists(struct btrfs_root *root, const struct btrfs_key *key)
 	return ret < 0 ? ret : ret == 0;
 }
 
-static int inode_exists(struct btrfs_root *root, u64 ino)
+/* Whether inode @ino of the subvolume exists: cached (and so in the tree), or its item. */
+static int inode_exists(struct replay *rp, u64 ino)
 {
 	struct btrfs_key key = { ino, BTRFS_INODE_ITEM_KEY, 0 };
 
-	return item_exists(root, &key);
+	if (tlog_icached(rp->mnt, rp->root, ino))
+		return 1;
+	return item_exists(rp->root, &key);
+}
+
+/*
+ * Inode @ino's item read only to learn that the inode exists: 0, -ENOENT
+ * (recorded as an error when @must), or the error reading it.
+ */
+static int lookup_inode_exists(struct replay *rp, u64 ino, bool must)
+{
+	struct btrfs_inode_item ii;
+
+	if (tlog_icached(rp->mnt, rp->root, ino))
+		return 0;
+	return must ? btrfs_read_inode(rp->root, ino, &ii) : btrfs_lookup_inode(rp->root, ino, &ii);
 }
 
 /*
@@ -179,11 +206,17 @@ static int get_inode(struct replay *rp, u64 ino, struct tlog_inode **ret)
 	return err;
 }
 
-/* The change is done: the item goes to the tree now (btrfs_update_inode); @err passes through. */
+/*
+ * The change is done (btrfs_update_inode): the item is the cached one's
+ * until tlog_iflush writes it; @err passes through.
+ */
 static int put_inode(struct replay *rp, struct tlog_inode *inode, int err)
 {
-	int ret = tlog_iforget(rp->mnt, inode);
+	int ret = 0;
 
+	tlog_iput(rp->mnt, inode);
+	if (rp->mnt->nr_inodes > REPLAY_CACHED)
+		ret = tlog_iflush_unused(rp->mnt);
 	return err ? err : ret;
 }
 
@@ -328,7 +361,7 @@ static int replay_dir_deletes(struct replay *rp, u64 dir, bool del_all)
 	u64 range_start = 0, range_end = 0;
 	int ret;
 
-	ret = inode_exists(rp->root, dir);
+	ret = inode_exists(rp, dir);
 	if (ret <= 0)
 		return ret;	/* not there (yet): nothing to delete */
 	for (;;) {
@@ -459,7 +492,10 @@ static int overwrite_inode_item(struct replay *rp, const struct btrfs_key *key,
 	bool changed;
 	int ret;
 
-	ret = btrfs_lookup_inode(rp->root, key->objectid, &cur);
+	/* the item is read and written here: the cached inode's first */
+	ret = tlog_iflush(rp->mnt, rp->root, key->objectid);
+	if (!ret)
+		ret = btrfs_lookup_inode(rp->root, key->objectid, &cur);
 	if (ret && ret != -ENOENT)
 		return ret;
 	if (ret == 0) {
@@ -497,6 +533,8 @@ static int overwrite_inode_item(struct replay *rp, const struct btrfs_key *key,
 	}
 	if (btrfs_inode_item_generation(&src) == 0)
 		btrfs_set_inode_item_generation(&src, rp->trans->transid);
+	if (ret == -ENOENT)	/* known not to be there: no second look */
+		return btrfs_insert_item(rp->trans, rp->root, key, &src, sizeof(src));
 	return btrfs_overwrite_item(rp->trans, rp->root, key, &src, sizeof(src), &changed);
 }
 
@@ -595,19 +633,21 @@ static int insert_one_name(struct replay *rp, u64 dir, const struct tlog_dir_ent
 static int replay_one_dir_index(struct replay *rp, const struct tlog_dir_entry *logged)
 {
 	struct tlog_dir_entry found;
-	struct btrfs_inode_item ii;
 	char name[256];
 	bool dir_match = false, index_match = false;
 	int exists, ret;
 	u64 dir = logged->dir;
 
-	ret = btrfs_read_inode(rp->root, dir, &ii);
+	ret = lookup_inode_exists(rp, dir, true);
 	if (ret == -ENOENT)
 		return tlog_error(-ENOENT, "directory %llu of logged entry \"%.*s\" does not exist",
 				  (unsigned long long)dir, logged->name_len, logged->name);
 	if (ret)
 		return ret;
-	exists = item_exists(rp->root, &logged->location);
+	if (logged->location.type == BTRFS_INODE_ITEM_KEY)
+		exists = inode_exists(rp, logged->location.objectid);
+	else
+		exists = item_exists(rp->root, &logged->location);
 	if (exists < 0)
 		return exists;
 
@@ -665,7 +705,8 @@ static int dir_index_cb(const struct tlog_dir_entry *de, void *arg)
  * same parent the log does not have, then entries in the way of the name
  * or its index.  1: stop with this item (the root directory's own ref).
  */
-static int resolve_ref_conflicts(struct replay *rp, u64 ino, const struct tlog_ref_name *nm)
+static int resolve_ref_conflicts(struct replay *rp, u64 ino, const struct tlog_ref_name *nm,
+				 bool index_free)
 {
 again:
 	for (int ext = 0; ext < 2; ext++) {
@@ -692,7 +733,6 @@ again:
 			return ret;
 		for (int i = 0; i < nr; i++) {
 			struct btrfs_key lkey;
-			struct btrfs_inode_item ii;
 			struct tlog_inode *inode;
 
 			if (names[i].parent != nm->parent)
@@ -704,7 +744,7 @@ again:
 			ret = backref_in_log(rp, &lkey, names[i].parent, names[i].name,
 					     names[i].len);
 			if (ret == 0 && ext)
-				ret = btrfs_read_inode(rp->root, names[i].parent, &ii);
+				ret = lookup_inode_exists(rp, names[i].parent, true);
 			if (ret == 0) {
 				/* the name goes; the link it held is not lost yet */
 				ret = get_inode(rp, ino, &inode);
@@ -731,8 +771,12 @@ again:
 		char name[256];
 		int ret;
 
-		/* an entry at the logged index, whatever its name */
-		ret = btrfs_lookup_dir_index(rp->root, nm->parent, nm->index, &de, name);
+		/*
+		 * An entry at the logged index, whatever its name (none when
+		 * the caller found none: unlinking adds none).
+		 */
+		ret = index_free ? -ENOENT :
+		      btrfs_lookup_dir_index(rp->root, nm->parent, nm->index, &de, name);
 		if (ret == 0 && de.name_len == nm->len && memcmp(de.name, nm->name, nm->len) == 0)
 			ret = drop_one_dir_item(rp, &de);
 		else if (ret == 0 || ret == -ENOENT)
@@ -751,14 +795,19 @@ again:
 	}
 }
 
-/* Whether the name is in place: both entries of @parent name @ino at @index. */
-static int inode_in_dir(struct replay *rp, u64 ino, const struct tlog_ref_name *nm)
+/*
+ * Whether the name is in place: both entries of @parent name @ino at
+ * @index; *@index_free tells that @parent has no entry at @index at all.
+ */
+static int inode_in_dir(struct replay *rp, u64 ino, const struct tlog_ref_name *nm,
+			bool *index_free)
 {
 	struct tlog_dir_entry de;
 	char name[256];
 	int ret;
 
 	ret = btrfs_lookup_dir_index(rp->root, nm->parent, nm->index, &de, name);
+	*index_free = ret == -ENOENT;
 	if (ret == -ENOENT)
 		return 0;
 	if (ret)
@@ -820,12 +869,13 @@ static int unlink_old_inode_refs(struct replay *rp, const struct btrfs_key *key,
 static int add_one_ref_name(struct replay *rp, u64 ino, const struct tlog_ref_name *nm)
 {
 	struct tlog_inode *parent, *inode;
+	bool index_free;
 	int ret;
 
-	ret = inode_in_dir(rp, ino, nm);
+	ret = inode_in_dir(rp, ino, nm, &index_free);
 	if (ret)
 		return ret < 0 ? ret : 0;
-	ret = resolve_ref_conflicts(rp, ino, nm);
+	ret = resolve_ref_conflicts(rp, ino, nm, index_free);
 	if (ret)
 		return ret;
 	ret = get_inode(rp, nm->parent, &parent);
@@ -844,7 +894,6 @@ static int add_one_ref_name(struct replay *rp, u64 ino, const struct tlog_ref_na
 static int replay_inode_ref(struct replay *rp, const struct extent_buffer *leaf, int slot,
 			    const struct btrfs_key *key)
 {
-	struct btrfs_inode_item dir_ii;
 	struct tlog_inode *inode;
 	struct tlog_ref_name *names;
 	bool changed;
@@ -854,7 +903,7 @@ static int replay_inode_ref(struct replay *rp, const struct extent_buffer *leaf,
 	if (ret)
 		return ret;
 	/* a parent that was not logged and is gone: the fixup sorts it out */
-	if (nr == 0 || btrfs_lookup_inode(rp->root, names[0].parent, &dir_ii) == -ENOENT) {
+	if (nr == 0 || lookup_inode_exists(rp, names[0].parent, false) == -ENOENT) {
 		free(names);
 		return 0;
 	}
@@ -866,7 +915,7 @@ static int replay_inode_ref(struct replay *rp, const struct extent_buffer *leaf,
 		goto out;
 	for (int i = 0; i < nr; i++) {
 		if (i && key->type == BTRFS_INODE_EXTREF_KEY &&
-		    btrfs_lookup_inode(rp->root, names[i].parent, &dir_ii) == -ENOENT)
+		    lookup_inode_exists(rp, names[i].parent, false) == -ENOENT)
 			continue;
 		ret = add_one_ref_name(rp, key->objectid, &names[i]);
 		if (ret == 1) {
