@@ -16,7 +16,7 @@
  *    and every write of one commit failed or dropped gives the old or the
  *    new state;
  *  - focused cases: inode numbers and directory indexes, INODE_EXTREF,
- *    inline and regular extents, symlinks.
+ *    inline and regular extents, symlinks, log replay's inode cache.
  *
  * TLOG_TEST_SEED changes the seed; failures name it.  INODE_OPS_TRACE=1
  * prints every operation and checks the fs tree after each (to find the
@@ -2522,6 +2522,94 @@ Test(inode_ops, link_and_unlink_in_log_replay)
 	cr_assert_eq(btrfs_find_inode_ref(c.root, fino, dino, "dd", 2, &(u64){ 0 }), -ENOENT);
 	cr_assert_eq(btrfs_lookup_dir_entry(c.root, dino, "dd", 2, &(struct tlog_dir_entry){ 0 }),
 		     0);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+/* nlink of inode @ino as the tree has it */
+static u32 nlink_in_tree(struct ctx *c, u64 ino)
+{
+	struct btrfs_inode_item ii = item_of(c, ino);
+
+	return btrfs_inode_item_nlink(&ii);
+}
+
+/* Give @inode one link more in memory only (the item is written later). */
+static void bump_nlink(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	btrfs_set_inode_item_nlink(&inode->item, btrfs_inode_item_nlink(&inode->item) + 1);
+	tlog_inode_mark_dirty(mnt, inode);
+}
+
+/*
+ * Log replay keeps inodes cached past their last reference: the item
+ * reaches the tree when tlog_iflush asks for that inode, or
+ * tlog_iflush_unused for all, and never while a reference is held.
+ */
+Test(inode_ops, replay_cache_writes_back_when_flushed)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *dir, *file;
+	struct tlog_mount *rmnt;
+	struct tlog_trans *trans;
+	u64 dino, fino;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	dir = create(&c, root, "d", S_IFDIR | 0755, NULL);
+	dino = dir->ino;
+	file = create(&c, dir, "a", S_IFREG | 0644, NULL);
+	fino = file->ino;
+	tlog_iput(c.mnt, file);
+	tlog_iput(c.mnt, dir);
+	tlog_iput(c.mnt, root);
+	sync_reopen(&c);
+
+	cr_assert_eq(tlog_trans_start(c.fs, &trans), 0);
+	cr_assert_eq(tlog_mount_attach(trans, &rmnt), 0);
+	cr_assert_not(tlog_icached(rmnt, c.root, fino));
+	cr_assert_eq(tlog_iget(rmnt, c.root, fino, &file), 0);
+	bump_nlink(rmnt, file);
+	tlog_iput(rmnt, file);
+	cr_assert(tlog_icached(rmnt, c.root, fino));
+	cr_assert_eq(nlink_in_tree(&c, fino), 1, "not written at the last reference");
+	/* a second taking finds the cached copy, change and all */
+	cr_assert_eq(tlog_iget(rmnt, c.root, fino, &file), 0);
+	cr_assert_eq(btrfs_inode_item_nlink(&file->item), 2);
+	tlog_iput(rmnt, file);
+	cr_assert_eq(tlog_iflush(rmnt, c.root, fino), 0, "%s", tlog_error_get());
+	cr_assert_eq(nlink_in_tree(&c, fino), 2);
+	cr_assert_not(tlog_icached(rmnt, c.root, fino));
+	cr_assert_eq(tlog_iflush(rmnt, c.root, fino), 0, "an inode not cached: nothing to do");
+
+	/* a referenced inode stays, unwritten, through both flushes */
+	cr_assert_eq(tlog_iget(rmnt, c.root, dino, &dir), 0);
+	bump_nlink(rmnt, dir);
+	cr_assert_eq(tlog_iget(rmnt, c.root, fino, &file), 0);
+	bump_nlink(rmnt, file);
+	tlog_iput(rmnt, file);
+	cr_assert_eq(tlog_iflush(rmnt, c.root, dino), 0);
+	cr_assert_eq(tlog_iflush_unused(rmnt), 0, "%s", tlog_error_get());
+	cr_assert(tlog_icached(rmnt, c.root, dino));
+	cr_assert_eq(nlink_in_tree(&c, dino), 1);
+	cr_assert_not(tlog_icached(rmnt, c.root, fino));
+	cr_assert_eq(nlink_in_tree(&c, fino), 3);
+	tlog_iput(rmnt, dir);
+	cr_assert_eq(tlog_iflush_unused(rmnt), 0, "%s", tlog_error_get());
+	cr_assert_not(tlog_icached(rmnt, c.root, dino));
+	cr_assert_eq(nlink_in_tree(&c, dino), 2);
+
+	/* what is still cached at the end goes to the tree with the detach */
+	cr_assert_eq(tlog_iget(rmnt, c.root, dino, &dir), 0);
+	bump_nlink(rmnt, dir);
+	tlog_iput(rmnt, dir);
+	cr_assert_eq(tlog_mount_detach(rmnt), 0, "%s", tlog_error_get());
+	cr_assert_eq(tlog_trans_commit(trans), 0, "%s", tlog_error_get());
+	ctx_close(&c);
+	ctx_open(&c);
+	cr_assert_eq(nlink_in_tree(&c, dino), 3);
+	cr_assert_eq(nlink_in_tree(&c, fino), 3);
 	ctx_close(&c);
 	tlog_bdev_close(c.bdev);
 }
