@@ -42,6 +42,23 @@ static int decode_extent(const struct tlog_fs *fs, const struct extent_buffer *l
 	return 0;
 }
 
+/*
+ * Whether the item at @slot of @leaf is an extent of @ino that reaches
+ * past @pos: 1 with *@fe filled in, 0 if not, or the error decoding it.
+ */
+static int extent_reaches(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
+			  u64 ino, u64 pos, struct found_extent *fe)
+{
+	struct btrfs_key key;
+	int ret;
+
+	btrfs_item_key_to_cpu(leaf, &key, slot);
+	if (key.objectid != ino || key.type != BTRFS_EXTENT_DATA_KEY)
+		return 0;
+	ret = decode_extent(fs, leaf, slot, fe);
+	return ret ? ret : fe->ext.end > pos;
+}
+
 /* The first extent item of @ino ending after @pos, starting before @end; 1 if none. */
 static int next_extent(struct btrfs_root *root, u64 ino, u64 pos, u64 end,
 		       struct found_extent *fe)
@@ -58,12 +75,9 @@ static int next_extent(struct btrfs_root *root, u64 ino, u64 pos, u64 end,
 		 * if not, the first item after @pos is where the search
 		 * stopped (or the first of the next leaf).
 		 */
-		btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0] - 1);
-		if (key.objectid == ino && key.type == BTRFS_EXTENT_DATA_KEY) {
-			ret = decode_extent(root->fs, path.nodes[0], path.slots[0] - 1, fe);
-			if (ret || fe->ext.end > pos)
-				goto out;
-		}
+		ret = extent_reaches(root->fs, path.nodes[0], path.slots[0] - 1, ino, pos, fe);
+		if (ret)
+			goto found_before;
 		if (path.slots[0] < (int)btrfs_header_nritems_eb(path.nodes[0])) {
 			ret = 0;
 		} else {
@@ -74,12 +88,9 @@ static int next_extent(struct btrfs_root *root, u64 ino, u64 pos, u64 end,
 		/* the item before, in an earlier leaf, may reach into the range */
 		ret = btrfs_prev_item(root, &path);
 		if (ret == 0) {
-			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
-			if (key.objectid == ino && key.type == BTRFS_EXTENT_DATA_KEY) {
-				ret = decode_extent(root->fs, path.nodes[0], path.slots[0], fe);
-				if (ret || fe->ext.end > pos)
-					goto out;
-			}
+			ret = extent_reaches(root->fs, path.nodes[0], path.slots[0], ino, pos, fe);
+			if (ret)
+				goto found_before;
 		}
 		key = (struct btrfs_key){ ino, BTRFS_EXTENT_DATA_KEY, pos };
 		btrfs_release_path(&path);
@@ -92,9 +103,12 @@ static int next_extent(struct btrfs_root *root, u64 ino, u64 pos, u64 end,
 		else
 			ret = decode_extent(root->fs, path.nodes[0], path.slots[0], fe);
 	}
-out:
 	btrfs_release_path(&path);
 	return ret;
+
+found_before:
+	btrfs_release_path(&path);
+	return ret < 0 ? ret : 0;
 }
 
 static bool has_extent(const struct found_extent *fe)
