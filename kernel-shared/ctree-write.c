@@ -479,10 +479,15 @@ static int push_leaf_right(struct tlog_trans *trans, struct btrfs_root *root,
 
 /*
  * Move the first items of the leaf at the path (those before the insertion
- * point) to the end of its left sibling, as many as fit there.
+ * point) to the end of its left sibling, as many as fit there.  When all of
+ * them moved and the left leaf still has @needed bytes free, the new items
+ * go at its end: they would otherwise start a leaf of their own in front of
+ * this one (a split at slot 0), and replay, inserting a file's refs and
+ * extents after its inode item in ascending order, would leave one such
+ * nearly empty leaf every few leaves.
  */
 static int push_leaf_left(struct tlog_trans *trans, struct btrfs_root *root,
-			  struct btrfs_path *path)
+			  struct btrfs_path *path, u32 needed, bool extend)
 {
 	struct tlog_fs *fs = trans->fs;
 	struct extent_buffer *l = path->nodes[0], *parent = path->nodes[1], *left;
@@ -530,6 +535,13 @@ static int push_leaf_left(struct tlog_trans *trans, struct btrfs_root *root,
 	path->slots[0] -= k;
 	key = first_key(l);
 	fixup_low_keys(path, &key, 1);
+	if (path->slots[0] == 0 && !extend && btrfs_leaf_free_space(fs, left) >= needed) {
+		free_extent_buffer(l);
+		path->nodes[0] = left;
+		path->slots[0] = ln + k;
+		path->slots[1]--;
+		return 0;
+	}
 	free_extent_buffer(left);
 	return 0;
 }
@@ -543,7 +555,7 @@ static int split_leaf(struct tlog_trans *trans, struct btrfs_root *root,
 		int err = push_leaf_right(trans, root, path, extend);
 
 		if (!err && btrfs_leaf_free_space(trans->fs, path->nodes[0]) < needed)
-			err = push_leaf_left(trans, root, path);
+			err = push_leaf_left(trans, root, path, needed, extend);
 		if (err)
 			return err;
 	}
