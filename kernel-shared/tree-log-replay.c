@@ -9,9 +9,12 @@
  * three times - inode items, then directory index entries, then the rest
  * (xattrs, back references, file extents) - and after the last walk of a
  * subvolume its inodes' link counts are recounted.  Every inode the replay
- * touched in a way that can change its link count is remembered with a
- * (TREE_LOG_FIXUP, ORPHAN_ITEM, ino) item in the subvolume itself, as the
- * kernel does, so that the recount visits exactly the kernel's inodes.
+ * touched in a way that can change its link count is remembered, so that
+ * the recount visits exactly the kernel's inodes in the kernel's order.
+ * The kernel keeps that list as (TREE_LOG_FIXUP, ORPHAN_ITEM, ino) items
+ * in the subvolume and deletes them all before it commits; the list here
+ * is a sorted array instead (struct fixup_list), with the same members and
+ * order, which spares a tree insert and delete per inode.
  *
  * Inode changes go through the inode operations (inode-ops.h) on a mount
  * attached to the replay's transaction, in the kernel's log-recovery mode.
@@ -54,6 +57,24 @@ enum replay_stage {
 	REPLAY_ALL,
 };
 
+/*
+ * The inodes whose link counts are recounted after a subvolume's last
+ * walk: (subvolume, inode) pairs, sorted and unique.  Subvolumes are
+ * replayed highest first and an inode is mostly added after those below
+ * it, so adding appends and taking the highest of a subvolume takes the
+ * last entry.
+ */
+struct fixup_entry {
+	u64 subvol;
+	u64 ino;
+};
+
+struct fixup_list {
+	struct fixup_entry *v;
+	size_t nr;
+	size_t alloc;
+};
+
 struct replay {
 	struct tlog_trans *trans;
 	/*
@@ -70,6 +91,7 @@ struct replay {
 	bool ignore_cur_inode;
 	struct tlog_replay_stats *stats;
 	u64 leaves_done;		/* for progress reports */
+	struct fixup_list fixups;
 };
 
 /* ---- statistics (dry run, -v) ---- */
@@ -241,13 +263,72 @@ static void inc_nlink(struct replay *rp, struct tlog_inode *inode)
  * the subvolume.  The first time, the inode gains a link so that it is
  * not taken for deleted before the recount.
  */
+static int fixup_cmp(const struct fixup_entry *a, const struct fixup_entry *b)
+{
+	if (a->subvol != b->subvol)
+		return a->subvol < b->subvol ? -1 : 1;
+	if (a->ino != b->ino)
+		return a->ino < b->ino ? -1 : 1;
+	return 0;
+}
+
+/* The index of the first entry of @list not below @e. */
+static size_t fixup_lower_bound(const struct fixup_list *list, const struct fixup_entry *e)
+{
+	size_t lo = 0, hi = list->nr;
+
+	if (hi && fixup_cmp(&list->v[hi - 1], e) < 0)
+		return hi;	/* the common case: @e goes last */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (fixup_cmp(&list->v[mid], e) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Put @ino of the current subvolume on the fixup list: -EEXIST if it is on it. */
+static int fixup_list_add(struct replay *rp, u64 ino)
+{
+	struct fixup_list *list = &rp->fixups;
+	struct fixup_entry e = { rp->root->root_key.objectid, ino };
+	size_t pos = fixup_lower_bound(list, &e);
+
+	if (pos < list->nr && fixup_cmp(&list->v[pos], &e) == 0)
+		return -EEXIST;
+	if (array_reserve(list->v, list->alloc, list->nr + 1))
+		return -ENOMEM;
+	memmove(&list->v[pos + 1], &list->v[pos], (list->nr - pos) * sizeof(e));
+	list->v[pos] = e;
+	list->nr++;
+	return 0;
+}
+
+/* Take the highest inode of the current subvolume off the list: false when it has none. */
+static bool fixup_list_pop(struct replay *rp, u64 *ino)
+{
+	struct fixup_list *list = &rp->fixups;
+	struct fixup_entry e = { rp->root->root_key.objectid, (u64)-1 };
+	size_t pos = fixup_lower_bound(list, &e);
+
+	if (pos < list->nr && fixup_cmp(&list->v[pos], &e) == 0)
+		pos++;
+	if (pos == 0 || list->v[pos - 1].subvol != e.subvol)
+		return false;
+	*ino = list->v[pos - 1].ino;
+	memmove(&list->v[pos - 1], &list->v[pos], (list->nr - pos) * sizeof(e));
+	list->nr--;
+	return true;
+}
+
+/* As the kernel's link_to_fixup_dir: the first time, the inode gains a link the recount settles. */
 static int link_to_fixup_dir(struct replay *rp, struct tlog_inode *inode)
 {
-	struct btrfs_key key = { BTRFS_TREE_LOG_FIXUP_OBJECTID, BTRFS_ORPHAN_ITEM_KEY,
-				 inode->ino };
-	int ret;
+	int ret = fixup_list_add(rp, inode->ino);
 
-	ret = btrfs_insert_item(rp->trans, rp->root, &key, NULL, 0);
 	if (ret == -EEXIST)
 		return 0;
 	if (!ret)
@@ -1096,25 +1177,15 @@ static int fixup_inode_link_count(struct replay *rp, u64 ino)
 /* Recount every inode on the fixup list, highest first; the list may grow. */
 static int fixup_inode_link_counts(struct replay *rp)
 {
-	for (;;) {
-		struct btrfs_key key = { BTRFS_TREE_LOG_FIXUP_OBJECTID, BTRFS_ORPHAN_ITEM_KEY,
-					 (u64)-1 };
-		struct btrfs_path path;
-		int ret;
+	u64 ino;
 
-		btrfs_init_path(&path);
-		ret = btrfs_search_backwards(rp->root, &key, &path);
-		if (ret == 0)
-			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
-		btrfs_release_path(&path);
-		if (ret)
-			return ret > 0 ? 0 : ret;
-		ret = btrfs_delete_item(rp->trans, rp->root, &key);
-		if (!ret)
-			ret = fixup_inode_link_count(rp, key.offset);
+	while (fixup_list_pop(rp, &ino)) {
+		int ret = fixup_inode_link_count(rp, ino);
+
 		if (ret)
 			return ret;
 	}
+	return 0;
 }
 
 /* ---- walking the log ---- */
@@ -1394,6 +1465,7 @@ int btrfs_replay_log(struct tlog_trans *trans, struct tlog_replay_stats *stats)
 			ret = err;
 	}
 	tlog_log_subvols_free(&subvols);
+	free(rp.fixups.v);
 	if (!ret)
 		ret = tlog_trans_run_deferred_frees(trans);
 	if (!ret)
