@@ -581,6 +581,7 @@ int btrfs_search_slot_for_write(struct tlog_trans *trans, struct btrfs_root *roo
 
 	if (ins_len > 0 && (u32)ins_len > leaf_data_size(fs))
 		return tlog_error(-EOVERFLOW, "%d bytes of items cannot fit in one leaf", ins_len);
+	fs->write_searches++;
 	btrfs_release_path(path);
 	ret = read_tree_block(fs, root->bytenr, root->level, root->generation, &eb);
 	if (ret)
@@ -631,29 +632,34 @@ int btrfs_search_slot_for_write(struct tlog_trans *trans, struct btrfs_root *roo
 
 /* ---- inserting ---- */
 
-int btrfs_insert_empty_items(struct tlog_trans *trans, struct btrfs_root *root,
-			     struct btrfs_path *path, const struct btrfs_key *keys,
-			     const u32 *sizes, int nr)
+/* The bytes of @nr items of @sizes, headers included; -EINVAL when @keys are out of order. */
+static int items_to_insert(const struct btrfs_key *keys, const u32 *sizes, int nr, u32 *bytes)
+{
+	u32 total = 0;
+
+	for (int i = 0; i < nr; i++) {
+		total += sizes[i] + sizeof(struct btrfs_item);
+		if (i && btrfs_comp_cpu_keys(&keys[i - 1], &keys[i]) >= 0)
+			return tlog_error(-EINVAL, "items to insert are not in key order");
+	}
+	*bytes = total;
+	return 0;
+}
+
+/*
+ * Put the items into the leaf at @path, which has room for them, at the
+ * path's slot (where a search for keys[0] stopped).
+ */
+static int insert_into_leaf(struct tlog_trans *trans, struct btrfs_path *path,
+			    const struct btrfs_key *keys, const u32 *sizes, int nr)
 {
 	struct tlog_fs *fs = trans->fs;
 	struct extent_buffer *leaf;
 	u32 total_data = 0, n, data_end, off;
-	int slot, ret;
+	int slot;
 
-	for (int i = 0; i < nr; i++) {
+	for (int i = 0; i < nr; i++)
 		total_data += sizes[i];
-		if (i && btrfs_comp_cpu_keys(&keys[i - 1], &keys[i]) >= 0)
-			return tlog_error(-EINVAL, "items to insert are not in key order");
-	}
-	ret = btrfs_search_slot_for_write(trans, root, &keys[0], path,
-					  total_data + nr * sizeof(struct btrfs_item));
-	if (ret <= 0) {
-		if (ret == 0) {
-			btrfs_release_path(path);
-			return -EEXIST;
-		}
-		return ret;
-	}
 	leaf = path->nodes[0];
 	slot = path->slots[0];
 	n = nritems(leaf);
@@ -697,6 +703,61 @@ int btrfs_insert_empty_items(struct tlog_trans *trans, struct btrfs_root *root,
 		fixup_low_keys(path, &dkey, 1);
 	}
 	return 0;
+}
+
+int btrfs_insert_empty_items(struct tlog_trans *trans, struct btrfs_root *root,
+			     struct btrfs_path *path, const struct btrfs_key *keys,
+			     const u32 *sizes, int nr)
+{
+	u32 bytes;
+	int ret = items_to_insert(keys, sizes, nr, &bytes);
+
+	if (ret)
+		return ret;
+	ret = btrfs_search_slot_for_write(trans, root, &keys[0], path, (int)bytes);
+	if (ret <= 0) {
+		if (ret == 0) {
+			btrfs_release_path(path);
+			return -EEXIST;
+		}
+		return ret;
+	}
+	return insert_into_leaf(trans, path, keys, sizes, nr);
+}
+
+/*
+ * Whether the path a read-only search of @root left can take @bytes of new
+ * items as it stands: every block on it is this transaction's own copy,
+ * already linked from its parent (and the top one is the root), and the
+ * leaf has the room, so no block needs copying and no leaf splitting.
+ */
+static bool path_takes_insert(const struct tlog_trans *trans, const struct btrfs_root *root,
+			      const struct btrfs_path *path, u32 bytes)
+{
+	int level;
+
+	if (!path->nodes[0] || btrfs_leaf_free_space(trans->fs, path->nodes[0]) < bytes)
+		return false;
+	for (level = 0; level < BTRFS_MAX_LEVEL && path->nodes[level]; level++)
+		if (!written_in_trans(trans, path->nodes[level]))
+			return false;
+	return level == root->level + 1 && path->nodes[root->level]->start == root->bytenr;
+}
+
+int btrfs_insert_empty_items_at(struct tlog_trans *trans, struct btrfs_root *root,
+				struct btrfs_path *path, const struct btrfs_key *keys,
+				const u32 *sizes, int nr)
+{
+	u32 bytes;
+	int ret = items_to_insert(keys, sizes, nr, &bytes);
+
+	if (ret) {
+		btrfs_release_path(path);
+		return ret;
+	}
+	if (path_takes_insert(trans, root, path, bytes))
+		return insert_into_leaf(trans, path, keys, sizes, nr);
+	return btrfs_insert_empty_items(trans, root, path, keys, sizes, nr);
 }
 
 int btrfs_insert_item(struct tlog_trans *trans, struct btrfs_root *root,

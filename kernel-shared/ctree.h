@@ -126,6 +126,8 @@ struct tlog_fs {
 	u64 data_cursor;			/* where data allocations go on, across transactions */
 	/* log blocks written by log syncs, and checked before (write_log_blocks) */
 	u64 log_blocks_written, log_blocks_verified;
+	/* descents that may change a tree (btrfs_search_slot_for_write), for tests */
+	u64 write_searches;
 	/*
 	 * The size class of each data block group, as the kernel keeps it in
 	 * memory for as long as it is mounted (block-group.h): taken from the
@@ -436,6 +438,16 @@ int btrfs_search_slot_for_write(struct tlog_trans *trans, struct btrfs_root *roo
 int btrfs_insert_empty_items(struct tlog_trans *trans, struct btrfs_root *root,
 			     struct btrfs_path *path, const struct btrfs_key *keys,
 			     const u32 *sizes, int nr);
+/*
+ * The same at the path a read-only search for keys[0] left, which found
+ * no such key (btrfs_search_slot() returned 1; the tree unchanged since):
+ * in that leaf when no block on the path needs copying and it has the
+ * room, else by a new search for write.  Saves a lookup-then-insert its
+ * second descent.  The path is released on error.
+ */
+int btrfs_insert_empty_items_at(struct tlog_trans *trans, struct btrfs_root *root,
+				struct btrfs_path *path, const struct btrfs_key *keys,
+				const u32 *sizes, int nr);
 int btrfs_insert_item(struct tlog_trans *trans, struct btrfs_root *root,
 		      const struct btrfs_key *key, const void *data, u32 size);
 /*

@@ -168,6 +168,8 @@ struct fixture {
 	struct mem_alloc alloc;
 	struct tlog_trans trans;
 	struct model model;
+	/* inserts at a read-only search's path: in that leaf, or by a new descent */
+	int inserts_in_place, inserts_searched;
 };
 
 static void setup_fixture(struct fixture *f, u32 nodesize)
@@ -217,11 +219,36 @@ static void do_insert(struct fixture *f)
 	int exists = model_find(&f->model, &it.key, &pos), ret;
 
 	btrfs_init_path(&path);
-	ret = btrfs_insert_empty_items(&f->trans, &f->root, &path, &it.key, &it.size, 1);
+	if (rand() % 2) {
+		ret = btrfs_insert_empty_items(&f->trans, &f->root, &path, &it.key, &it.size, 1);
+	} else {
+		/* a lookup first, then the insert at the path it left */
+		u64 searches = f->fs->write_searches;
+
+		ret = btrfs_search_slot(&f->root, &it.key, &path);
+		cr_assert_geq(ret, 0, "lookup failed: %d", ret);
+		cr_assert_eq(ret == 0, exists, "lookup disagrees with the model");
+		if (ret == 0) {
+			btrfs_release_path(&path);
+			return;
+		}
+		ret = btrfs_insert_empty_items_at(&f->trans, &f->root, &path, &it.key,
+						  &it.size, 1);
+		if (f->fs->write_searches == searches)
+			f->inserts_in_place++;
+		else
+			f->inserts_searched++;
+	}
 	if (exists) {
 		cr_assert_eq(ret, -EEXIST, "duplicate insert gave %d", ret);
 	} else {
 		cr_assert_eq(ret, 0, "insert failed: %d %s", ret, tlog_error_get());
+		/* copy-on-write: only this transaction's blocks were changed */
+		for (int level = 0; level <= f->root.level; level++)
+			cr_assert(path.nodes[level]->dirty &&
+				  btrfs_header_generation(eb_header(path.nodes[level])) ==
+				  f->trans.transid, "insert changed a committed block at level %d",
+				  level);
 		memset(btrfs_item_ptr(path.nodes[0], path.slots[0]), it.fill, it.size);
 		model_insert(&f->model, &it, pos);
 	}
@@ -306,6 +333,9 @@ static void random_run(u32 nodesize, unsigned int seed, int steps, int want_leve
 	/* the run must have built a real tree, or it proved little */
 	cr_assert_geq(max_level, want_level, "tree only reached level %d with %zu items",
 		      max_level, max_items);
+	/* both ways of inserting at a lookup's path were taken */
+	cr_assert_gt(f.inserts_in_place, 100, "%d inserts in place", f.inserts_in_place);
+	cr_assert_gt(f.inserts_searched, 100, "%d inserts searched again", f.inserts_searched);
 	while (f.model.nr)
 		do_delete(&f);
 	check_structure(&f.root, &f.model, &f.alloc);
