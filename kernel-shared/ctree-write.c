@@ -13,6 +13,10 @@
  *
  * Blocks are never changed in place across transactions: the superblock of
  * the committed state keeps pointing at intact blocks until the commit.
+ * So an insert at the path a read-only lookup left (a lookup, then an
+ * insert of what it did not find) goes there directly only when every
+ * block on that path is already this transaction's copy and the leaf has
+ * room; otherwise it descends again as a search for write.
  *
  * A search with ins_len > 0 is a promise to insert: it may push items to
  * the neighbours or split the leaf so that the new items fit, and a split
