@@ -176,19 +176,94 @@ int btrfs_clone_data(struct tlog_trans *trans, u64 bytenr, int src_fd, u64 src_o
 	return 0;
 }
 
+/*
+ * Whether a csum item ends just at @bytenr, below the item cap, in the leaf
+ * a search for @bytenr stops in (the kernel looks no further); its key in
+ * *@prev.
+ */
+static int csum_item_ends_at(struct btrfs_root *root, u64 bytenr, struct btrfs_key *prev)
+{
+	struct tlog_fs *fs = root->fs;
+	struct btrfs_key key = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, bytenr };
+	struct btrfs_path path;
+	u32 cs = fs->csum_size, size;
+	int ret;
+
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(root, &key, &path);
+	if (ret <= 0 || path.slots[0] == 0) {
+		btrfs_release_path(&path);
+		return ret < 0 ? ret : 0;	/* an item at @bytenr is the insert's to refuse */
+	}
+	btrfs_item_key_to_cpu(path.nodes[0], prev, path.slots[0] - 1);
+	size = btrfs_item_size(path.nodes[0], path.slots[0] - 1);
+	btrfs_release_path(&path);
+	return prev->objectid == key.objectid && prev->type == key.type && size % cs == 0 &&
+	       prev->offset + (u64)(size / cs) * fs->sectorsize == bytenr &&
+	       size / cs < max_csums_per_item(fs);
+}
+
+/*
+ * Checksums that continue an item go at its end, as the kernel's
+ * btrfs_csum_file_blocks puts them: as many as the item cap and its leaf
+ * allow, the leaf split first if it has no room for one more.  Data
+ * written in pieces that are adjacent on disk, such as a replayed log's
+ * extents, so has its checksums in a few large items, not one small item
+ * per piece.  *@done: how many of the @sectors went there.
+ */
+static int extend_csum_item(struct tlog_trans *trans, struct btrfs_root *root, u64 bytenr,
+			    const u8 *csums, u64 sectors, u64 *done)
+{
+	struct tlog_fs *fs = trans->fs;
+	u32 cs = fs->csum_size, size, free;
+	struct btrfs_key prev;
+	struct btrfs_path path;
+	u64 n;
+	int ret;
+
+	*done = 0;
+	if (sectors == 0)
+		return 0;
+	ret = csum_item_ends_at(root, bytenr, &prev);
+	if (ret <= 0)
+		return ret;
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot_for_write(trans, root, &prev, &path, (int)cs);
+	if (ret > 0)
+		ret = tlog_error(-EUCLEAN, "csum item %llu vanished",
+				 (unsigned long long)prev.offset);
+	if (ret == 0) {
+		size = btrfs_item_size(path.nodes[0], path.slots[0]);
+		free = btrfs_leaf_free_space(fs, path.nodes[0]);
+		n = max_csums_per_item(fs) - size / cs;
+		if (n > free / cs)
+			n = free / cs;
+		if (n > sectors)
+			n = sectors;
+		ret = btrfs_extend_item(trans, &path, (u32)(n * cs));
+	}
+	if (ret == 0) {
+		memcpy((u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]) + size, csums, n * cs);
+		*done = n;
+	}
+	btrfs_release_path(&path);
+	return ret;
+}
+
 /* Insert @sectors checksums for @bytenr into @root, in items as large as allowed. */
 static int insert_csums_in(struct tlog_trans *trans, struct btrfs_root *root, u64 bytenr,
 			   const u8 *csums, u64 sectors)
 {
 	struct tlog_fs *fs = trans->fs;
 	u32 ss = fs->sectorsize, per_item = max_csums_per_item(fs);
-	int err = 0;
+	u64 first;
+	int err = extend_csum_item(trans, root, bytenr, csums, sectors, &first);
 
-	for (u64 first = 0; !err && first < sectors; first += per_item) {
-		u64 n = sectors - first < per_item ? sectors - first : per_item;
+	for (u64 n; !err && first < sectors; first += n) {
 		struct btrfs_key key = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY,
 					 bytenr + first * ss };
 
+		n = sectors - first < per_item ? sectors - first : per_item;
 		err = btrfs_insert_item(trans, root, &key, csums + first * fs->csum_size,
 					n * fs->csum_size);
 	}

@@ -16,6 +16,7 @@
 #include "backref.h"
 #include "errctx.h"
 #include "file-extent.h"
+#include "file-item.h"
 #include "mem-fs.h"
 #include "transaction.h"
 
@@ -468,5 +469,57 @@ Test(memfs_data, drops_commit_and_reopen)
 	}
 	cr_assert_eq(freed_checked, 1);
 	cr_assert_eq(m.splits, 1);
+	tlog_bdev_close(bdev);
+}
+
+/*
+ * Checksums of data written piece by piece, adjacent on disk (a replayed
+ * log's extents), continue the item before them as the kernel's do: 5000
+ * sectors one at a time give two items, the first at the item cap (the
+ * item before the second one's first piece filled its leaf, so that leaf
+ * is split to let it grow), not 5000 items.
+ */
+Test(memfs_data, adjacent_checksums_continue_one_item)
+{
+	struct tlog_bdev *bdev = memfs_make();
+	struct tlog_fs *fs = memfs_open(bdev, 0, 0);
+	const u64 base = 1ULL << 30, nr = 5000;
+	struct btrfs_key min = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, 0 };
+	struct btrfs_key max = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, (u64)-1 };
+	struct btrfs_tree_iter iter;
+	struct tlog_trans *trans;
+	u32 cs = fs->csum_size, ss = fs->sectorsize;
+	u64 items = 0, next = base;
+
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	for (u64 i = 0; i < nr; i++) {
+		u8 csum[BTRFS_CSUM_SIZE];
+
+		memset(csum, (int)(i % 251), cs);
+		cr_assert_eq(btrfs_insert_csums(trans, base + i * ss, csum, 1), 0, "%s",
+			     tlog_error_get());
+	}
+	cr_assert_eq(tlog_trans_commit(trans), 0);
+	tlog_close(fs);
+
+	fs = memfs_open(bdev, 0, 0);
+	btrfs_for_each_item(memfs_root(fs, BTRFS_CSUM_TREE_OBJECTID), &iter, &min, &max) {
+		const u8 *p = btrfs_item_ptr(iter.leaf, iter.slot);
+		u32 n = btrfs_item_size(iter.leaf, iter.slot) / cs;
+
+		cr_assert_eq(iter.key.offset, next, "item at %llu, expected %llu",
+			     (unsigned long long)iter.key.offset, (unsigned long long)next);
+		for (u32 k = 0; k < n; k++, next += ss)
+			cr_assert_eq(p[k * cs], (u8)((next - base) / ss % 251),
+				     "checksum of sector %llu moved",
+				     (unsigned long long)((next - base) / ss));
+		items++;
+	}
+	cr_assert_geq(iter.ret, 0, "%s", tlog_error_get());
+	btrfs_tree_iter_end(&iter);
+	cr_assert_eq(next, base + nr * ss, "the checksums end at %llu", (unsigned long long)next);
+	cr_assert_eq(items, 2, "%llu csum items for %llu adjacent sectors",
+		     (unsigned long long)items, (unsigned long long)nr);
+	tlog_close(fs);
 	tlog_bdev_close(bdev);
 }
