@@ -249,7 +249,7 @@ static int backref_in_log(struct replay *rp, const struct btrfs_key *key, u64 pa
 	return tlog_log_has_ref_name(rp->log, key, parent, name, len);
 }
 
-/* ---- link count bookkeeping (the kernel's link count fixup items) ---- */
+/* ---- link count bookkeeping (the kernel's link count fixup list) ---- */
 
 /* inc_nlink: a link the recount will settle (no ctime, no i_version, as the kernel's). */
 static void inc_nlink(struct replay *rp, struct tlog_inode *inode)
@@ -258,11 +258,6 @@ static void inc_nlink(struct replay *rp, struct tlog_inode *inode)
 	tlog_inode_mark_dirty(rp->mnt, inode);
 }
 
-/*
- * Remember @inode for the link count recount: a zero-size fixup item in
- * the subvolume.  The first time, the inode gains a link so that it is
- * not taken for deleted before the recount.
- */
 static int fixup_cmp(const struct fixup_entry *a, const struct fixup_entry *b)
 {
 	if (a->subvol != b->subvol)
@@ -324,7 +319,11 @@ static bool fixup_list_pop(struct replay *rp, u64 *ino)
 	return true;
 }
 
-/* As the kernel's link_to_fixup_dir: the first time, the inode gains a link the recount settles. */
+/*
+ * Remember @inode for the link count recount (the kernel's
+ * link_to_fixup_dir).  The first time, the inode gains a link so that it
+ * is not taken for deleted before the recount.
+ */
 static int link_to_fixup_dir(struct replay *rp, struct tlog_inode *inode)
 {
 	int ret = fixup_list_add(rp, inode->ino);
