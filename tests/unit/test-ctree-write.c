@@ -415,7 +415,7 @@ Test(ctree_write, cow_keeps_committed_blocks)
  * must then go at the end of that neighbour, not start a leaf of their
  * own, or one leaf in five stays nearly empty (a third more leaves).
  */
-Test(ctree_write, inserts_after_each_item_pack_leaves, .timeout = 60)
+Test(ctree_write, inserts_after_each_item_pack_leaves)
 {
 	struct fixture f;
 	const u64 first = 256, nr = 3000;
