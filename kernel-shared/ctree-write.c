@@ -14,9 +14,10 @@
  * Blocks are never changed in place across transactions: the superblock of
  * the committed state keeps pointing at intact blocks until the commit.
  * So an insert at the path a read-only lookup left (a lookup, then an
- * insert of what it did not find) goes there directly only when every
- * block on that path is already this transaction's copy and the leaf has
- * room; otherwise it descends again as a search for write.
+ * insert of what it did not find, or an item it found extended) goes
+ * there directly only when every block on that path is already this
+ * transaction's copy and the leaf has room (btrfs_path_takes()); otherwise
+ * it descends again as a search for write.
  *
  * A search with ins_len > 0 is a promise to insert: it may push items to
  * the neighbours or split the leaf so that the new items fit, and a split
@@ -652,18 +653,18 @@ static int items_to_insert(const struct btrfs_key *keys, const u32 *sizes, int n
 
 /*
  * Put the items into the leaf at @path, which has room for them, at the
- * path's slot (where a search for keys[0] stopped).
+ * path's slot (where a search for keys[0] stopped); @bytes is their
+ * size, headers included (items_to_insert()).
  */
 static int insert_into_leaf(struct tlog_trans *trans, struct btrfs_path *path,
-			    const struct btrfs_key *keys, const u32 *sizes, int nr)
+			    const struct btrfs_key *keys, const u32 *sizes, int nr, u32 bytes)
 {
 	struct tlog_fs *fs = trans->fs;
+	u32 total_data = bytes - nr * (u32)sizeof(struct btrfs_item);
 	struct extent_buffer *leaf;
-	u32 total_data = 0, n, data_end, off;
+	u32 n, data_end, off;
 	int slot;
 
-	for (int i = 0; i < nr; i++)
-		total_data += sizes[i];
 	leaf = path->nodes[0];
 	slot = path->slots[0];
 	n = nritems(leaf);
@@ -726,17 +727,11 @@ int btrfs_insert_empty_items(struct tlog_trans *trans, struct btrfs_root *root,
 		}
 		return ret;
 	}
-	return insert_into_leaf(trans, path, keys, sizes, nr);
+	return insert_into_leaf(trans, path, keys, sizes, nr, bytes);
 }
 
-/*
- * Whether the path a read-only search of @root left can take @bytes of new
- * items as it stands: every block on it is this transaction's own copy,
- * already linked from its parent (and the top one is the root), and the
- * leaf has the room, so no block needs copying and no leaf splitting.
- */
-static bool path_takes_insert(const struct tlog_trans *trans, const struct btrfs_root *root,
-			      const struct btrfs_path *path, u32 bytes)
+bool btrfs_path_takes(const struct tlog_trans *trans, const struct btrfs_root *root,
+		      const struct btrfs_path *path, u32 bytes)
 {
 	int level;
 
@@ -759,9 +754,21 @@ int btrfs_insert_empty_items_at(struct tlog_trans *trans, struct btrfs_root *roo
 		btrfs_release_path(path);
 		return ret;
 	}
-	if (path_takes_insert(trans, root, path, bytes))
-		return insert_into_leaf(trans, path, keys, sizes, nr);
+	if (btrfs_path_takes(trans, root, path, bytes))
+		return insert_into_leaf(trans, path, keys, sizes, nr, bytes);
 	return btrfs_insert_empty_items(trans, root, path, keys, sizes, nr);
+}
+
+int btrfs_insert_item_at(struct tlog_trans *trans, struct btrfs_root *root,
+			 struct btrfs_path *path, const struct btrfs_key *key, const void *data,
+			 u32 size)
+{
+	int ret = btrfs_insert_empty_items_at(trans, root, path, key, &size, 1);
+
+	if (ret == 0 && size)
+		memcpy(btrfs_item_ptr(path->nodes[0], path->slots[0]), data, size);
+	btrfs_release_path(path);
+	return ret;
 }
 
 int btrfs_insert_item(struct tlog_trans *trans, struct btrfs_root *root,

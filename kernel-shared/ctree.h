@@ -448,8 +448,22 @@ int btrfs_insert_empty_items(struct tlog_trans *trans, struct btrfs_root *root,
 int btrfs_insert_empty_items_at(struct tlog_trans *trans, struct btrfs_root *root,
 				struct btrfs_path *path, const struct btrfs_key *keys,
 				const u32 *sizes, int nr);
+/*
+ * Whether the path a read-only search of @root left can take @bytes more
+ * in its leaf as it stands: every block on it is this transaction's own
+ * copy, already linked from its parent (the top one the root), and the
+ * leaf has the room, so nothing needs copying or splitting.  Then the
+ * leaf may be changed at the path (an insert, an item extended) without
+ * a second descent.
+ */
+bool btrfs_path_takes(const struct tlog_trans *trans, const struct btrfs_root *root,
+		      const struct btrfs_path *path, u32 bytes);
 int btrfs_insert_item(struct tlog_trans *trans, struct btrfs_root *root,
 		      const struct btrfs_key *key, const void *data, u32 size);
+/* btrfs_insert_item() at such a lookup's path (released, as on error). */
+int btrfs_insert_item_at(struct tlog_trans *trans, struct btrfs_root *root,
+			 struct btrfs_path *path, const struct btrfs_key *key, const void *data,
+			 u32 size);
 /*
  * Insert @nr items with @keys (strictly increasing, none present), @sizes
  * and @data (@data[i] NULL: zeroed), as few leaves at a time as they

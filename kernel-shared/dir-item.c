@@ -30,19 +30,6 @@ int btrfs_del_item_part(struct tlog_trans *trans, struct btrfs_root *root,
 	return btrfs_truncate_item(trans, path, size - len, true);
 }
 
-/* Insert the item @key, not found by the search that left @path, there. */
-static int insert_item_at(struct tlog_trans *trans, struct btrfs_root *root,
-			  struct btrfs_path *path, const struct btrfs_key *key, const void *data,
-			  u32 size)
-{
-	int ret = btrfs_insert_empty_items_at(trans, root, path, key, &size, 1);
-
-	if (ret == 0 && size)
-		memcpy(btrfs_item_ptr(path->nodes[0], path->slots[0]), data, size);
-	btrfs_release_path(path);
-	return ret;
-}
-
 int btrfs_overwrite_item(struct tlog_trans *trans, struct btrfs_root *root,
 			 const struct btrfs_key *key, const void *data, u32 size, bool *changed)
 {
@@ -64,7 +51,7 @@ int btrfs_overwrite_item(struct tlog_trans *trans, struct btrfs_root *root,
 	}
 	*changed = true;
 	if (ret > 0)
-		return insert_item_at(trans, root, &path, key, data, size);
+		return btrfs_insert_item_at(trans, root, &path, key, data, size);
 	/* room for the growth only: a whole second copy might not fit a leaf */
 	old = btrfs_item_size(path.nodes[0], path.slots[0]);
 	btrfs_release_path(&path);
@@ -130,7 +117,7 @@ static int append_entry(struct tlog_trans *trans, struct btrfs_root *root,
 	btrfs_init_path(&path);
 	ret = btrfs_search_slot(root, key, &path);
 	if (ret > 0)
-		return insert_item_at(trans, root, &path, key, entry, len);
+		return btrfs_insert_item_at(trans, root, &path, key, entry, len);
 	btrfs_release_path(&path);
 	if (ret == 0)
 		ret = btrfs_search_slot_for_write(trans, root, key, &path, (int)len);

@@ -177,28 +177,22 @@ int btrfs_clone_data(struct tlog_trans *trans, u64 bytenr, int src_fd, u64 src_o
 }
 
 /*
- * Whether a csum item ends just at @bytenr, below the item cap, in the leaf
- * a search for @bytenr stops in (the kernel looks no further); its key in
- * *@prev.
+ * Whether the item before the slot a read-only search for @bytenr stopped
+ * at (in that leaf: the kernel looks no further) is a csum item that ends
+ * just at @bytenr, below the item cap; its key in *@prev.
  */
-static int csum_item_ends_at(struct btrfs_root *root, u64 bytenr, struct btrfs_key *prev)
+static bool csum_item_ends_at(const struct tlog_fs *fs, const struct btrfs_path *path,
+			      u64 bytenr, struct btrfs_key *prev)
 {
-	struct tlog_fs *fs = root->fs;
-	struct btrfs_key key = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, bytenr };
-	struct btrfs_path path;
+	const struct extent_buffer *leaf = path->nodes[0];
 	u32 cs = fs->csum_size, size;
-	int ret;
 
-	btrfs_init_path(&path);
-	ret = btrfs_search_slot(root, &key, &path);
-	if (ret <= 0 || path.slots[0] == 0) {
-		btrfs_release_path(&path);
-		return ret < 0 ? ret : 0;	/* an item at @bytenr is the insert's to refuse */
-	}
-	btrfs_item_key_to_cpu(path.nodes[0], prev, path.slots[0] - 1);
-	size = btrfs_item_size(path.nodes[0], path.slots[0] - 1);
-	btrfs_release_path(&path);
-	return prev->objectid == key.objectid && prev->type == key.type && size % cs == 0 &&
+	if (path->slots[0] == 0)
+		return false;
+	btrfs_item_key_to_cpu(leaf, prev, path->slots[0] - 1);
+	size = btrfs_item_size(leaf, path->slots[0] - 1);
+	return prev->objectid == BTRFS_EXTENT_CSUM_OBJECTID &&
+	       prev->type == BTRFS_EXTENT_CSUM_KEY && size % cs == 0 &&
 	       prev->offset + (u64)(size / cs) * fs->sectorsize == bytenr &&
 	       size / cs < max_csums_per_item(fs);
 }
@@ -209,60 +203,82 @@ static int csum_item_ends_at(struct btrfs_root *root, u64 bytenr, struct btrfs_k
  * allow, the leaf split first if it has no room for one more.  Data
  * written in pieces that are adjacent on disk, such as a replayed log's
  * extents, so has its checksums in a few large items, not one small item
- * per piece.  *@done: how many of the @sectors went there.
+ * per piece.  @path is the lookup csum_item_ends_at() accepted; the item
+ * grows there when nothing on it needs copying, else a search for write
+ * finds it again.  *@done: how many of the @sectors went there.  The path
+ * is released.
  */
-static int extend_csum_item(struct tlog_trans *trans, struct btrfs_root *root, u64 bytenr,
+static int extend_csum_item(struct tlog_trans *trans, struct btrfs_root *root,
+			    struct btrfs_path *path, const struct btrfs_key *prev,
 			    const u8 *csums, u64 sectors, u64 *done)
 {
 	struct tlog_fs *fs = trans->fs;
 	u32 cs = fs->csum_size, size, free;
-	struct btrfs_key prev;
-	struct btrfs_path path;
 	u64 n;
-	int ret;
+	int ret = 0;
 
 	*done = 0;
-	if (sectors == 0)
-		return 0;
-	ret = csum_item_ends_at(root, bytenr, &prev);
-	if (ret <= 0)
-		return ret;
-	btrfs_init_path(&path);
-	ret = btrfs_search_slot_for_write(trans, root, &prev, &path, (int)cs);
-	if (ret > 0)
-		ret = tlog_error(-EUCLEAN, "csum item %llu vanished",
-				 (unsigned long long)prev.offset);
+	if (btrfs_path_takes(trans, root, path, cs)) {
+		path->slots[0]--;
+	} else {
+		btrfs_release_path(path);
+		ret = btrfs_search_slot_for_write(trans, root, prev, path, (int)cs);
+		if (ret > 0)
+			ret = tlog_error(-EUCLEAN, "csum item %llu vanished",
+					 (unsigned long long)prev->offset);
+	}
 	if (ret == 0) {
-		size = btrfs_item_size(path.nodes[0], path.slots[0]);
-		free = btrfs_leaf_free_space(fs, path.nodes[0]);
+		size = btrfs_item_size(path->nodes[0], path->slots[0]);
+		free = btrfs_leaf_free_space(fs, path->nodes[0]);
 		n = max_csums_per_item(fs) - size / cs;
 		if (n > free / cs)
 			n = free / cs;
 		if (n > sectors)
 			n = sectors;
-		ret = btrfs_extend_item(trans, &path, (u32)(n * cs));
+		ret = btrfs_extend_item(trans, path, (u32)(n * cs));
 	}
 	if (ret == 0) {
-		memcpy((u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]) + size, csums, n * cs);
+		memcpy((u8 *)btrfs_item_ptr(path->nodes[0], path->slots[0]) + size, csums, n * cs);
 		*done = n;
 	}
-	btrfs_release_path(&path);
+	btrfs_release_path(path);
 	return ret;
 }
 
-/* Insert @sectors checksums for @bytenr into @root, in items as large as allowed. */
+/*
+ * Insert @sectors checksums for @bytenr into @root, in items as large as
+ * allowed: the first ones at the end of the item they continue, if any,
+ * else in a new item where the lookup for @bytenr stopped; the rest in
+ * new items.
+ */
 static int insert_csums_in(struct tlog_trans *trans, struct btrfs_root *root, u64 bytenr,
 			   const u8 *csums, u64 sectors)
 {
 	struct tlog_fs *fs = trans->fs;
 	u32 ss = fs->sectorsize, per_item = max_csums_per_item(fs);
-	u64 first;
-	int err = extend_csum_item(trans, root, bytenr, csums, sectors, &first);
+	struct btrfs_key key = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, bytenr };
+	struct btrfs_key prev;
+	struct btrfs_path path;
+	u64 first = 0, n;
+	int err;
 
-	for (u64 n; !err && first < sectors; first += n) {
-		struct btrfs_key key = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY,
-					 bytenr + first * ss };
-
+	if (sectors == 0)
+		return 0;
+	btrfs_init_path(&path);
+	err = btrfs_search_slot(root, &key, &path);
+	if (err <= 0) {
+		btrfs_release_path(&path);
+		return err < 0 ? err : -EEXIST;
+	}
+	if (csum_item_ends_at(fs, &path, bytenr, &prev)) {
+		err = extend_csum_item(trans, root, &path, &prev, csums, sectors, &first);
+	} else {
+		first = sectors < per_item ? sectors : per_item;
+		err = btrfs_insert_item_at(trans, root, &path, &key, csums,
+					   (u32)(first * fs->csum_size));
+	}
+	for (; !err && first < sectors; first += n) {
+		key.offset = bytenr + first * ss;
 		n = sectors - first < per_item ? sectors - first : per_item;
 		err = btrfs_insert_item(trans, root, &key, csums + first * fs->csum_size,
 					n * fs->csum_size);

@@ -489,16 +489,34 @@ Test(memfs_data, adjacent_checksums_continue_one_item)
 	struct btrfs_tree_iter iter;
 	struct tlog_trans *trans;
 	u32 cs = fs->csum_size, ss = fs->sectorsize;
-	u64 items = 0, next = base;
+	u64 items = 0, next = base, searches;
 
+	/*
+	 * All but the last in one transaction: after the first, the item to
+	 * extend is on a path of this transaction's blocks, extended where
+	 * the lookup found it - a search for write only when a leaf is full.
+	 * The last one in a second transaction, its item in committed blocks:
+	 * found again by a search for write, which copies them.
+	 */
 	cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+	searches = fs->write_searches;
 	for (u64 i = 0; i < nr; i++) {
 		u8 csum[BTRFS_CSUM_SIZE];
 
+		if (i == nr - 1) {
+			cr_assert_lt(fs->write_searches - searches, 10,
+				     "%llu searches for write for %llu adjacent checksums",
+				     (unsigned long long)(fs->write_searches - searches),
+				     (unsigned long long)i);
+			cr_assert_eq(tlog_trans_commit(trans), 0);
+			cr_assert_eq(tlog_trans_start(fs, &trans), 0);
+			searches = fs->write_searches;
+		}
 		memset(csum, (int)(i % 251), cs);
 		cr_assert_eq(btrfs_insert_csums(trans, base + i * ss, csum, 1), 0, "%s",
 			     tlog_error_get());
 	}
+	cr_assert_gt(fs->write_searches, searches, "the last item was not copied");
 	cr_assert_eq(tlog_trans_commit(trans), 0);
 	tlog_close(fs);
 
