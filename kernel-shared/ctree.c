@@ -6,6 +6,7 @@
  * walk loop: each step down strictly lowers the level.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "blockdev.h"
@@ -181,6 +182,128 @@ static int read_root_block(struct btrfs_root *root, struct extent_buffer **ret)
 	return read_tree_block(root->fs, root->bytenr, root->level, root->generation, ret);
 }
 
+/* ---- search hints ---- */
+
+/*
+ * A hint is the path of the root's last read-only search, its blocks
+ * referenced so that they stay the buffers they were.  It is never
+ * trusted, only checked: it still holds for @key when its top block is
+ * the root's block now, each node's slot still points at the block below
+ * and the key lies between that slot's key and the next one - exactly
+ * the descent a search would make, whatever the tree went through since
+ * (blocks copied, split, merged: a block dropped from the cache is stale,
+ * and a copy has another address).  Checking costs two key comparisons a
+ * level, where a descent bisects each node and looks each child up.
+ */
+struct btrfs_search_hint {
+	struct extent_buffer *nodes[BTRFS_MAX_LEVEL];
+	int slots[BTRFS_MAX_LEVEL];
+	u64 hits, misses;
+};
+
+int btrfs_root_hint_start(struct btrfs_root *root)
+{
+	if (!root->hint)
+		root->hint = calloc(1, sizeof(*root->hint));
+	return root->hint ? 0 : -ENOMEM;
+}
+
+void btrfs_root_hint_end(struct btrfs_root *root)
+{
+	if (!root->hint)
+		return;
+	for (int i = 0; i < BTRFS_MAX_LEVEL; i++)
+		free_extent_buffer(root->hint->nodes[i]);
+	free(root->hint);
+	root->hint = NULL;
+}
+
+void btrfs_root_hint_stats(const struct btrfs_root *root, u64 *hits, u64 *misses)
+{
+	*hits = root->hint ? root->hint->hits : 0;
+	*misses = root->hint ? root->hint->misses : 0;
+}
+
+/* Keep the path a search of @root just left as its hint. */
+static void hint_keep(struct btrfs_root *root, const struct btrfs_path *path)
+{
+	struct btrfs_search_hint *hint = root->hint;
+
+	for (int i = 0; i < BTRFS_MAX_LEVEL; i++) {
+		if (hint->nodes[i] != path->nodes[i]) {
+			free_extent_buffer(hint->nodes[i]);
+			hint->nodes[i] = path->nodes[i];
+			if (hint->nodes[i])
+				extent_buffer_get(hint->nodes[i]);
+		}
+		hint->slots[i] = path->slots[i];
+	}
+}
+
+/* Whether @key lies in the range slot @slot of @node leads to. */
+static bool node_slot_spans(const struct extent_buffer *node, int slot, const struct btrfs_key *key)
+{
+	int nritems = (int)btrfs_header_nritems_eb(node);
+	struct btrfs_key k;
+
+	if (slot >= nritems)
+		return false;
+	if (slot > 0) {
+		btrfs_node_key_to_cpu(node, &k, slot);
+		if (btrfs_comp_cpu_keys(key, &k) < 0)
+			return false;
+	}
+	if (slot + 1 < nritems) {
+		btrfs_node_key_to_cpu(node, &k, slot + 1);
+		if (btrfs_comp_cpu_keys(key, &k) >= 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Whether the hint leads to @key's leaf (see above).  Never while blocks
+ * are read in place (a revoked mapping is noticed by reading) or after
+ * the image changed under the reader: read_tree_block() says so.
+ */
+static bool hint_holds(const struct btrfs_root *root, const struct btrfs_key *key)
+{
+	const struct btrfs_search_hint *hint = root->hint;
+	const struct extent_buffer *top = hint->nodes[root->level];
+
+	if (root->fs->in_place || root->fs->image_changed || !top || top->stale ||
+	    top->start != root->bytenr || btrfs_header_level_eb(top) != root->level ||
+	    btrfs_header_generation(eb_header(top)) != root->generation)
+		return false;
+	for (int level = root->level; level > 0; level--) {
+		const struct extent_buffer *node = hint->nodes[level];
+		const struct extent_buffer *child = hint->nodes[level - 1];
+		int slot = hint->slots[level];
+
+		if (!child || child->stale || !node_slot_spans(node, slot, key) ||
+		    btrfs_node_blockptr(node, slot) != child->start)
+			return false;
+	}
+	return true;
+}
+
+/* Search @key in the hint's leaf, the path filled from the hint; 1 when not found. */
+static int search_from_hint(struct btrfs_root *root, const struct btrfs_key *key,
+			    struct btrfs_path *path)
+{
+	struct btrfs_search_hint *hint = root->hint;
+	int ret, slot;
+
+	for (int level = root->level; level >= 0; level--) {
+		path->nodes[level] = hint->nodes[level];
+		extent_buffer_get(path->nodes[level]);
+		path->slots[level] = hint->slots[level];
+	}
+	ret = bin_search_block(path->nodes[0], key, &slot);
+	path->slots[0] = hint->slots[0] = slot;
+	return ret;
+}
+
 int btrfs_search_slot(struct btrfs_root *root, const struct btrfs_key *key,
 		      struct btrfs_path *path)
 {
@@ -188,6 +311,13 @@ int btrfs_search_slot(struct btrfs_root *root, const struct btrfs_key *key,
 	int ret, level, slot = 0;
 
 	btrfs_release_path(path);
+	if (root->hint && !path->reada) {
+		if (hint_holds(root, key)) {
+			root->hint->hits++;
+			return search_from_hint(root, key, path);
+		}
+		root->hint->misses++;
+	}
 	ret = read_root_block(root, &eb);
 	if (ret)
 		return ret;
@@ -198,6 +328,8 @@ int btrfs_search_slot(struct btrfs_root *root, const struct btrfs_key *key,
 		ret = bin_search_block(eb, key, &slot);
 		if (level == 0) {
 			path->slots[0] = slot;
+			if (root->hint && !path->reada)
+				hint_keep(root, path);
 			return ret;
 		}
 		/* In a node, descend into the child whose range holds the key. */

@@ -70,6 +70,7 @@ struct btrfs_root {
 	 */
 	u64 log_transid;
 	u64 last_log_commit;
+	struct btrfs_search_hint *hint;	/* btrfs_root_hint_start(); NULL: off */
 	struct btrfs_root *next;	/* fs->roots list */
 };
 
@@ -332,6 +333,18 @@ int bin_search_block(const struct extent_buffer *eb, const struct btrfs_key *key
 
 void btrfs_init_path(struct btrfs_path *path);
 void btrfs_release_path(struct btrfs_path *path);
+/*
+ * Search hints: while on for @root, btrfs_search_slot() keeps the path of
+ * its last search referenced, and a search whose key that path's nodes
+ * still lead to starts in its leaf.  For a writer that looks up many
+ * keys, most in the leaf of the one before (replay: a file's items, one
+ * after the other); a walk does not need them.  Off again with
+ * btrfs_root_hint_end() (and when the filesystem is closed).
+ */
+int btrfs_root_hint_start(struct btrfs_root *root);
+void btrfs_root_hint_end(struct btrfs_root *root);
+/* Searches of @root the hint served and those it did not, since it was started. */
+void btrfs_root_hint_stats(const struct btrfs_root *root, u64 *hits, u64 *misses);
 /* Prefetch leaves while walking @path, none past @max (NULL: to the end of the tree). */
 void btrfs_path_set_reada(struct btrfs_path *path, const struct btrfs_key *max);
 

@@ -240,6 +240,7 @@ static void free_root_list(struct btrfs_root *root)
 	while (root) {
 		struct btrfs_root *next = root->next;
 
+		btrfs_root_hint_end(root);
 		free(root);
 		root = next;
 	}

@@ -1425,12 +1425,17 @@ static int replay_subvol_stage(struct replay *rp, u64 subvol)
 			stats->subvols_skipped++;
 		return 0;
 	}
+	/* replay looks up a file's items one after the other: mostly one leaf */
+	if (!ret)
+		ret = btrfs_root_hint_start(rp->root);
 	if (!ret)
 		ret = btrfs_read_log_root(rp->fs, subvol, &rp->log);
 	if (!ret)
 		ret = walk_log(rp);
 	if (!ret && rp->stage == REPLAY_ALL)
 		ret = fixup_inode_link_counts(rp);
+	if (rp->root)
+		btrfs_root_hint_end(rp->root);
 	if (!ret && stats && rp->stage == REPLAY_INODES)
 		stats->subvols++;
 	return ret;

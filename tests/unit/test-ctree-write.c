@@ -189,6 +189,7 @@ static void setup_fixture(struct fixture *f, u32 nodesize)
 
 static void teardown_fixture(struct fixture *f)
 {
+	btrfs_root_hint_end(&f->root);
 	tlog_close(f->fs);
 	free(f->alloc.pinned);
 	free(f->alloc.free);
@@ -255,6 +256,58 @@ static void do_insert(struct fixture *f)
 	btrfs_release_path(&path);
 }
 
+/*
+ * A lookup, checked against the model: found or not, the item's size and
+ * content, and for a missing key the neighbours around the slot.  With
+ * the root's search hint on, most start in the leaf of the search before;
+ * the hint must never lead elsewhere than a descent would.
+ */
+static void lookup_key(struct fixture *f, struct btrfs_key key)
+{
+	struct btrfs_path path;
+	struct btrfs_key k;
+	size_t pos;
+	int exists, ret;
+
+	exists = model_find(&f->model, &key, &pos);
+	btrfs_init_path(&path);
+	ret = btrfs_search_slot(&f->root, &key, &path);
+	cr_assert_geq(ret, 0, "lookup failed: %d", ret);
+	cr_assert_eq(ret == 0, exists, "lookup of (%llu %u %llu) disagrees with the model",
+		     (unsigned long long)key.objectid, key.type, (unsigned long long)key.offset);
+	if (exists) {
+		cr_assert_eq(btrfs_item_size(path.nodes[0], path.slots[0]), f->model.v[pos].size);
+		if (f->model.v[pos].size)
+			cr_assert_eq(*(u8 *)btrfs_item_ptr(path.nodes[0], path.slots[0]),
+				     f->model.v[pos].fill, "lookup found another item's data");
+	} else {
+		if (path.slots[0] < (int)btrfs_header_nritems_eb(path.nodes[0])) {
+			btrfs_item_key_to_cpu(path.nodes[0], &k, path.slots[0]);
+			cr_assert(pos < f->model.nr && !btrfs_comp_cpu_keys(&k, &f->model.v[pos].key),
+				  "the slot of a missing key is not before its successor");
+		}
+		if (path.slots[0] > 0) {
+			btrfs_item_key_to_cpu(path.nodes[0], &k, path.slots[0] - 1);
+			cr_assert(pos > 0 && !btrfs_comp_cpu_keys(&k, &f->model.v[pos - 1].key),
+				  "the slot of a missing key is not after its predecessor");
+		}
+	}
+	btrfs_release_path(&path);
+}
+
+/* A lookup, then one of a key near it, as a writer's lookups go. */
+static void do_lookup(struct fixture *f)
+{
+	struct btrfs_key key = { rand() % 3000, (u8)(rand() % 4), rand() % 8 };
+
+	if (f->model.nr && rand() % 2)
+		key = f->model.v[rand() % f->model.nr].key;
+	lookup_key(f, key);
+	key.type = (u8)(rand() % 4);
+	key.offset = rand() % 8;
+	lookup_key(f, key);
+}
+
 static void do_delete(struct fixture *f)
 {
 	size_t pos;
@@ -305,9 +358,12 @@ static void random_run(u32 nodesize, unsigned int seed, int steps, int want_leve
 	struct fixture f;
 	int max_level = 0;
 	size_t max_items = 0;
+	u64 hits, misses;
 
 	srand(seed);
 	setup_fixture(&f, nodesize);
+	/* searches start from the last one's path when it still leads there */
+	cr_assert_eq(btrfs_root_hint_start(&f.root), 0);
 	for (int step = 0; step < steps; step++) {
 		int op = rand() % 100;
 		/* grow first, then churn, then mostly shrink, to see merges and root shrinks */
@@ -319,6 +375,7 @@ static void random_run(u32 nodesize, unsigned int seed, int steps, int want_leve
 			do_delete(&f);
 		else
 			do_resize(&f);
+		do_lookup(&f);
 		check_structure(&f.root, &f.model, &f.alloc);
 		if (f.root.level > max_level)
 			max_level = f.root.level;
@@ -336,6 +393,11 @@ static void random_run(u32 nodesize, unsigned int seed, int steps, int want_leve
 	/* both ways of inserting at a lookup's path were taken */
 	cr_assert_gt(f.inserts_in_place, 100, "%d inserts in place", f.inserts_in_place);
 	cr_assert_gt(f.inserts_searched, 100, "%d inserts searched again", f.inserts_searched);
+	/* and searches both from the hint and from the root */
+	btrfs_root_hint_stats(&f.root, &hits, &misses);
+	cr_assert_gt(hits, (u64)steps / 10, "%llu searches from the hint", (unsigned long long)hits);
+	cr_assert_gt(misses, (u64)steps / 10, "%llu searches past the hint",
+		     (unsigned long long)misses);
 	while (f.model.nr)
 		do_delete(&f);
 	check_structure(&f.root, &f.model, &f.alloc);
