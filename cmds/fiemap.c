@@ -12,6 +12,7 @@
 #include "errctx.h"
 #include "messages.h"
 #include "open.h"
+#include "format-pipe.h"
 #include "outbuf.h"
 #include "path.h"
 #include "strutil.h"
@@ -46,22 +47,18 @@ static int fiemap_error(int err, const char *path, const struct tlog_fiemap_requ
 
 /*
  * JSON is streamed as the walk finds the extents (a map can have
- * millions); an error before the first 256 KiB of output prints nothing
- * of the document, a later one leaves it unfinished.
+ * millions), printed on a second thread (format-pipe.h); an error before
+ * the first 256 KiB of output prints nothing of the document, a later one
+ * leaves it unfinished.
  */
-struct json_out {
-	struct outbuf ob;
-	bool first;
-};
-
-static int emit_json_extent(const struct tlog_fiemap_extent *ext, void *arg)
+static void format_json_extent(struct outbuf *ob, const void *rec, void *arg)
 {
-	struct json_out *jo = arg;
-	struct outbuf *ob = &jo->ob;
+	const struct tlog_fiemap_extent *ext = rec;
+	bool *first = arg;
 
-	if (!jo->first)
+	if (!*first)
 		outbuf_lit(ob, ",");
-	jo->first = false;
+	*first = false;
 	outbuf_lit(ob, "{\"logical\":");
 	outbuf_u64(ob, ext->logical);
 	outbuf_lit(ob, ",\"physical\":");
@@ -71,27 +68,39 @@ static int emit_json_extent(const struct tlog_fiemap_extent *ext, void *arg)
 	outbuf_lit(ob, ",\"flags\":");
 	outbuf_u64(ob, ext->flags);
 	outbuf_lit(ob, "}");
-	/* a failed write ends the walk: what follows would be lost too */
-	return ob->err;
+}
+
+/* a failed write ends the walk: what follows would be lost too */
+static int put_extent(const struct tlog_fiemap_extent *ext, void *arg)
+{
+	return format_pipe_put(arg, ext);
 }
 
 static int print_json(struct tlog_file *file, const char *path, u64 start, u64 length)
 {
-	static struct json_out jo;	/* large: not on the stack */
-	int err;
+	static struct outbuf ob;	/* large: not on the stack */
+	struct format_pipe *fp;
+	bool first = true;
+	int err, out_err;
 
 	fflush(stdout);
-	outbuf_init(&jo.ob, STDOUT_FILENO);
-	jo.first = true;
-	outbuf_lit(&jo.ob, "{\"extents\":[");
-	err = tlog_file_fiemap_each(file, start, length, emit_json_extent, &jo);
-	if (err && !jo.ob.err) {
+	outbuf_init(&ob, STDOUT_FILENO);
+	outbuf_lit(&ob, "{\"extents\":[");
+	err = format_pipe_start(&ob, sizeof(struct tlog_fiemap_extent), format_json_extent,
+				&first, &fp);
+	if (err) {
+		error_errno(err, "FIEMAP of %s failed", path);
+		return 1;
+	}
+	err = tlog_file_fiemap_each(file, start, length, put_extent, fp);
+	out_err = format_pipe_end(fp);
+	if (err && !out_err) {
 		struct tlog_fiemap_request req = { .flags = 0 };
 
 		return fiemap_error(err, path, &req);
 	}
-	outbuf_lit(&jo.ob, "]}\n");
-	err = outbuf_flush(&jo.ob);
+	outbuf_lit(&ob, "]}\n");
+	err = outbuf_flush(&ob);
 	if (err) {
 		output_error(err);
 		return 1;

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Tests the string helpers: parse_u64, mode_to_str (strutil.c) and btrfs_json_bytes (print-tree.c).
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <criterion/criterion.h>
 
+#include "format-pipe.h"
 #include "outbuf.h"
 #include "output.h"
 #include "print-tree.h"
@@ -276,4 +279,100 @@ Test(strutil, outbuf_u64_flushes_when_full)
 	cr_assert_eq(pread(fileno(out), got, sizeof(got), 0), (ssize_t)sizeof(got));
 	cr_assert_eq(memcmp(got, "xxxxxxxx", sizeof(got)), 0);
 	fclose(out);
+}
+
+/* ---- format_pipe: records printed on the pipe's thread, in order ---- */
+
+struct pipe_rec {
+	uint64_t a, b;
+};
+
+static void format_rec(struct outbuf *ob, const void *rec, void *arg)
+{
+	const struct pipe_rec *r = rec;
+	unsigned long *calls = arg;
+
+	outbuf_u64(ob, r->a);
+	outbuf_lit(ob, ":");
+	outbuf_u64(ob, r->b);
+	outbuf_lit(ob, "\n");
+	(*calls)++;
+}
+
+/* Print @nr records through a pipe into a file; its contents, malloc()ed. */
+static char *pipe_output(unsigned long nr, size_t *len)
+{
+	static struct outbuf ob;
+	FILE *out = tmpfile();
+	struct format_pipe *fp;
+	unsigned long calls = 0;
+	char *got;
+
+	cr_assert_not_null(out);
+	outbuf_init(&ob, fileno(out));
+	outbuf_lit(&ob, "[");
+	cr_assert_eq(format_pipe_start(&ob, sizeof(struct pipe_rec), format_rec, &calls, &fp), 0);
+	for (unsigned long i = 0; i < nr; i++) {
+		struct pipe_rec r = { i, i * 2654435761ULL };
+
+		cr_assert_eq(format_pipe_put(fp, &r), 0);
+	}
+	cr_assert_eq(format_pipe_end(fp), 0);
+	cr_assert_eq(calls, nr, "%lu records printed of %lu", calls, nr);
+	outbuf_lit(&ob, "]");
+	cr_assert_eq(outbuf_flush(&ob), 0);
+	*len = (size_t)lseek(fileno(out), 0, SEEK_END);
+	got = malloc(*len + 1);
+	cr_assert_eq(pread(fileno(out), got, *len, 0), (ssize_t)*len);
+	got[*len] = '\0';
+	fclose(out);
+	return got;
+}
+
+Test(strutil, format_pipe_prints_every_record_in_order)
+{
+	/* none, part of a batch, batches exactly, and many rounds of the ring */
+	static const unsigned long counts[] = { 0, 1, 2047, 16384, 65536, 300001 };
+
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		size_t len, off = 1;
+		char *got = pipe_output(counts[c], &len);
+
+		cr_assert_eq(got[0], '[');
+		for (unsigned long i = 0; i < counts[c]; i++) {
+			char want[64];
+			int n = snprintf(want, sizeof(want), "%lu:%llu\n", i,
+					 (unsigned long long)(i * 2654435761ULL));
+
+			cr_assert(off + n < len && memcmp(got + off, want, n) == 0,
+				  "record %lu of %lu misprinted or out of order", i, counts[c]);
+			off += n;
+		}
+		cr_assert_eq(off + 1, len, "%zu bytes after the records", len - off);
+		cr_assert_eq(got[off], ']');
+		free(got);
+	}
+}
+
+Test(strutil, format_pipe_reports_a_failed_write)
+{
+	static struct outbuf ob;
+	int fd = open("/dev/full", O_WRONLY);
+	struct format_pipe *fp;
+	unsigned long calls = 0, i;
+	int err = 0;
+
+	cr_assert_geq(fd, 0);
+	outbuf_init(&ob, fd);
+	cr_assert_eq(format_pipe_start(&ob, sizeof(struct pipe_rec), format_rec, &calls, &fp), 0);
+	/* the walk hears of the error within a few batches, and stops */
+	for (i = 0; i < 10000000 && !err; i++) {
+		struct pipe_rec r = { i, i };
+
+		err = format_pipe_put(fp, &r);
+	}
+	cr_assert_eq(err, -ENOSPC, "put returned %d after %lu records", err, i);
+	cr_assert_lt(i, 1000000, "the walk went on for %lu records", i);
+	cr_assert_eq(format_pipe_end(fp), -ENOSPC);
+	close(fd);
 }
