@@ -8,9 +8,9 @@
 #include "format-pipe.h"
 
 /*
- * Batches go round a ring: the walk fills batch (put % PIPE_BATCHES)
- * while the printer works through the ones before it, and waits only
- * when it has filled them all.  A batch is large enough that the
+ * Batches go round a ring: the walk fills batch (submitted %
+ * PIPE_BATCHES) while the printer works through the ones before it, and
+ * waits only when it has filled them all.  A batch is large enough that the
  * handing over (a lock, a signal) is rare, and small enough that the
  * printer starts soon.
  */
