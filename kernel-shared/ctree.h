@@ -36,6 +36,9 @@ struct extent_buffer {
 	u8 block[];
 };
 
+/* Read-ahead runs remembered: a window's children lie in a few runs, mostly one. */
+#define EB_HINTED_RUNS	16
+
 struct eb_cache {
 	struct extent_buffer **hash;
 	size_t hash_size;		/* 1 << hash_bits */
@@ -51,6 +54,9 @@ struct eb_cache {
 	struct extent_buffer *free_slots; /* linked through hash_next */
 	size_t slot_size;
 	u8 *prefetch_gap;		/* what read-ahead reads between blocks */
+	/* the last runs read-ahead asked for, physical [start, end): see load_in_place() */
+	struct { u64 start, end; } hinted[EB_HINTED_RUNS];
+	unsigned int hinted_next;	/* the oldest entry, replaced next */
 };
 
 /* One tree: where its root block is and the ROOT_ITEM that describes it. */

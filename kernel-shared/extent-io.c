@@ -179,6 +179,8 @@ int eb_cache_init(struct eb_cache *cache, u32 nodesize)
 	cache->hash_size = 0;
 	cache->slot_size = eb_slot_size(nodesize);
 	INIT_LIST_HEAD(&cache->lru);
+	memset(cache->hinted, 0, sizeof(cache->hinted));
+	cache->hinted_next = 0;
 	return eb_hash_alloc(cache, EB_HASH_MIN_BITS);
 }
 
@@ -398,13 +400,39 @@ static void stop_reading_in_place(struct tlog_fs *fs)
 	btrfs_end_reading_in_place(fs);
 }
 
-/* Check one copy of a tree block where the device maps it. */
+static void note_hinted_run(struct eb_cache *cache, u64 start, u64 end)
+{
+	cache->hinted[cache->hinted_next].start = start;
+	cache->hinted[cache->hinted_next].end = end;
+	cache->hinted_next = (cache->hinted_next + 1) % EB_HINTED_RUNS;
+}
+
+static bool in_hinted_run(const struct eb_cache *cache, u64 physical)
+{
+	for (int i = 0; i < EB_HINTED_RUNS; i++)
+		if (physical >= cache->hinted[i].start && physical < cache->hinted[i].end)
+			return true;
+	return false;
+}
+
+/*
+ * Check one copy of a tree block where the device maps it.  The mapping
+ * reads no more than the page touched (MADV_RANDOM), so a block nobody
+ * asked for - a tree's root, a lookup's path - would come in one
+ * synchronous page at a time, four waits for a 16 KiB block when cold.
+ * Asking for the whole block first makes it one request (unless
+ * read-ahead is off: then nothing is asked for); blocks that read-ahead
+ * asked for lately skip the system call.
+ */
 static int load_in_place(struct tlog_fs *fs, u64 physical, u64 bytenr,
 			 struct extent_buffer **ret)
 {
-	const u8 *bytes = tlog_bdev_map_read(fs->bdev, fs->nodesize, physical);
+	const u8 *bytes;
 	int err;
 
+	if (!fs->no_readahead && !in_hinted_run(&fs->cache, physical))
+		tlog_bdev_map_willneed(fs->bdev, physical, fs->nodesize);
+	bytes = tlog_bdev_map_read(fs->bdev, fs->nodesize, physical);
 	if (!bytes)
 		return -EIO;	/* past the end: the reason is recorded */
 	err = btrfs_check_tree_block(fs, bytes, bytenr);
@@ -586,6 +614,8 @@ int btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *node
 		else if (!wait || first > 0)
 			tlog_bdev_readahead(fs->bdev, blocks[first].physical,
 					    end - blocks[first].physical);
+		if (fs->in_place)
+			note_hinted_run(&fs->cache, blocks[first].physical, end);
 	}
 	/* in place, the device reads when the block is first used */
 	if (!wait || fs->in_place)

@@ -20,7 +20,9 @@
  *
  * Each test runs twice: reading blocks into buffers, and reading them in
  * place (blockdev.h), where a block touched is a read and read-ahead is
- * only hints, which must then ask for the leaves in the same few runs.
+ * only hints, which must then ask for the leaves in the same few runs;
+ * and with read-ahead on, no block may be touched in place before a hint
+ * asked for all of it (the mapping would read it a page at a time).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -45,6 +47,7 @@ struct usage {
 	u64 calls;		/* reads and scatter reads, or blocks read in place */
 	u64 readvs;		/* the scatter reads: read-ahead's */
 	u64 hints;
+	u64 unhinted;		/* in place: blocks touched that no hint asked for whole */
 };
 
 struct count_bdev {
@@ -111,8 +114,16 @@ static int count_map_begin(struct tlog_bdev *bdev)
 	return tlog_bdev_memory_data(count_of(bdev)->inner) ? 0 : -EOPNOTSUPP;
 }
 
+static bool count_covers(struct tlog_bdev *bdev, u64 offset, u64 len, bool hinted);
+
+/*
+ * A block touched in place that no hint covered would come in a page at a
+ * time (the mapping reads no more than the page touched): counted.
+ */
 static const u8 *count_map_read(struct tlog_bdev *bdev, u64 offset, size_t len)
 {
+	if (!count_covers(bdev, offset, len, true))
+		count_of(bdev)->total.unhinted++;
 	count_of(bdev)->total.calls++;
 	count_range(bdev, offset, len);
 	return tlog_bdev_memory_data(count_of(bdev)->inner) + offset;
@@ -187,6 +198,7 @@ static struct usage count_since_mark(struct tlog_bdev *bdev, u8 *fresh)
 		.calls = cb->total.calls - cb->mark.calls,
 		.readvs = cb->total.readvs - cb->mark.readvs,
 		.hints = cb->total.hints - cb->mark.hints,
+		.unhinted = cb->total.unhinted - cb->mark.unhinted,
 	};
 
 	for (size_t i = 0; i < sizeof(cb->seen); i++) {
@@ -214,6 +226,7 @@ static void usage_add(struct usage *sum, const struct usage *use)
 	sum->calls += use->calls;
 	sum->readvs += use->readvs;
 	sum->hints += use->hints;
+	sum->unhinted += use->unhinted;
 }
 
 /* Whether every unit of the physical range [@offset, +@len) was read (or hinted). */
@@ -433,6 +446,11 @@ static void check_small_seek(struct tlog_bdev *mem, u64 ino, const struct small_
 		     whence_name(s->whence), (unsigned long long)s->offset, off.ret);
 	cr_assert_eq(on.ret, off.ret);
 	cr_assert_eq(on.answer, off.answer);
+	if (in_place)
+		cr_assert_eq(on.use.unhinted, 0, "inode %llu %s %llu: %llu blocks touched in "
+			     "place before they were asked for", (unsigned long long)ino,
+			     whence_name(s->whence), (unsigned long long)s->offset,
+			     (unsigned long long)on.use.unhinted);
 	if (s->ret == 0)
 		cr_assert_eq(on.answer, s->answer);
 	cr_assert_leq(on.use.units, off.use.units,
@@ -639,6 +657,8 @@ static void big_file_walk_reads_in_runs(void)
 		cr_assert_geq(hinted_on, leaves - 1, "%llu of %llu leaves hinted",
 			     (unsigned long long)hinted_on, (unsigned long long)leaves);
 		cr_assert_eq(on.use.calls, off.use.calls, "blocks touched in place");
+		cr_assert_eq(on.use.unhinted, 0, "%llu blocks touched before they were asked for",
+			     (unsigned long long)on.use.unhinted);
 		cr_assert_leq(on.use.hints * 8, off.use.calls, "%llu hints for %llu blocks",
 			      (unsigned long long)on.use.hints, (unsigned long long)off.use.calls);
 	} else {
