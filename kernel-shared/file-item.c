@@ -248,14 +248,14 @@ static int extend_csum_item(struct tlog_trans *trans, struct btrfs_root *root,
 /*
  * Insert @sectors checksums for @bytenr into @root, in items as large as
  * allowed: the first ones at the end of the item they continue, if any,
- * else in a new item where the lookup for @bytenr stopped; the rest in
- * new items.
+ * else in a new item where the lookup for @bytenr stopped (its path still
+ * held); the rest in new items.
  */
 static int insert_csums_in(struct tlog_trans *trans, struct btrfs_root *root, u64 bytenr,
 			   const u8 *csums, u64 sectors)
 {
 	struct tlog_fs *fs = trans->fs;
-	u32 ss = fs->sectorsize, per_item = max_csums_per_item(fs);
+	u32 ss = fs->sectorsize, cs = fs->csum_size, per_item = max_csums_per_item(fs);
 	struct btrfs_key key = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, bytenr };
 	struct btrfs_key prev;
 	struct btrfs_path path;
@@ -270,19 +270,21 @@ static int insert_csums_in(struct tlog_trans *trans, struct btrfs_root *root, u6
 		btrfs_release_path(&path);
 		return err < 0 ? err : -EEXIST;
 	}
-	if (csum_item_ends_at(fs, &path, bytenr, &prev)) {
+	err = 0;
+	/* both helpers below release the path when done with it */
+	if (csum_item_ends_at(fs, &path, bytenr, &prev))
 		err = extend_csum_item(trans, root, &path, &prev, csums, sectors, &first);
-	} else {
-		first = sectors < per_item ? sectors : per_item;
-		err = btrfs_insert_item_at(trans, root, &path, &key, csums,
-					   (u32)(first * fs->csum_size));
-	}
 	for (; !err && first < sectors; first += n) {
 		key.offset = bytenr + first * ss;
 		n = sectors - first < per_item ? sectors - first : per_item;
-		err = btrfs_insert_item(trans, root, &key, csums + first * fs->csum_size,
-					n * fs->csum_size);
+		if (path.nodes[0])
+			err = btrfs_insert_item_at(trans, root, &path, &key, csums + first * cs,
+						   (u32)(n * cs));
+		else
+			err = btrfs_insert_item(trans, root, &key, csums + first * cs,
+						(u32)(n * cs));
 	}
+	btrfs_release_path(&path);
 	return err;
 }
 
