@@ -265,6 +265,13 @@ int btrfs_decode_ref_item(const struct extent_buffer *leaf, int slot,
 	int n = 0;
 
 	btrfs_item_key_to_cpu(leaf, &key, slot);
+	/* nearly every ref item holds one name: room for one, doubled as needed */
+	if (size) {
+		v = malloc(sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		alloc = 1;
+	}
 	while (cur < size) {
 		struct tlog_ref_entry ref;
 		struct tlog_ref_name r;
@@ -395,12 +402,18 @@ int btrfs_inode_names(struct btrfs_root *root, u64 ino, struct tlog_ref_name **n
 		int n = 0;
 
 		ret = btrfs_decode_ref_item(iter.leaf, iter.slot, &item, &n);
-		if (!ret && array_reserve(*names, alloc, *nr + (size_t)n))
+		if (!ret && !*names) {
+			/* the first item's names are the list so far: no copy */
+			*names = item;
+			alloc = *nr = (size_t)n;
+			item = NULL;
+		} else if (!ret && array_reserve(*names, alloc, *nr + (size_t)n)) {
 			ret = -ENOMEM;
-		if (!ret && n)
-			memcpy(*names + *nr, item, (size_t)n * sizeof(*item));
-		if (!ret)
+		} else if (!ret) {
+			if (n)
+				memcpy(*names + *nr, item, (size_t)n * sizeof(*item));
 			*nr += (size_t)n;
+		}
 		free(item);
 		if (ret)
 			break;
