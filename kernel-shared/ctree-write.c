@@ -114,9 +114,12 @@ static u32 max_ptrs(const struct tlog_fs *fs)
 
 /* ---- allocating and freeing blocks ---- */
 
-/* A new empty block of @root at @level, written in this transaction. */
+/*
+ * A new block of @root at @level, written in this transaction: empty, or
+ * with @from's items (COW); the header is the new block's either way.
+ */
 static int new_block(struct tlog_trans *trans, struct btrfs_root *root, int level,
-		     struct extent_buffer **ret)
+		     const struct extent_buffer *from, struct extent_buffer **ret)
 {
 	struct tlog_fs *fs = trans->fs;
 	struct extent_buffer *eb;
@@ -127,7 +130,7 @@ static int new_block(struct tlog_trans *trans, struct btrfs_root *root, int leve
 	err = trans->ops->alloc_tree_block(trans, root, level, &bytenr);
 	if (err)
 		return err;
-	eb = btrfs_new_tree_block(fs, bytenr);
+	eb = btrfs_new_tree_block(fs, bytenr, from);
 	if (!eb)
 		return -ENOMEM;
 	/* a log block is written by the log sync, never by the commit */
@@ -181,12 +184,11 @@ static int cow_one(struct tlog_trans *trans, struct btrfs_root *root,
 		*ret = eb;
 		return 0;
 	}
-	err = new_block(trans, root, level, &cow);
+	err = new_block(trans, root, level, eb, &cow);
 	if (err) {
 		free_extent_buffer(eb);
 		return err;
 	}
-	memcpy(cow->data, eb->data, trans->fs->nodesize);
 	h = eb_header(cow);
 	btrfs_set_header_bytenr(h, cow->start);
 	btrfs_set_header_generation(h, trans->transid);
@@ -267,7 +269,7 @@ static int insert_new_root(struct tlog_trans *trans, struct btrfs_root *root,
 	if (level + 1 >= BTRFS_MAX_LEVEL)
 		return tlog_error(-EOVERFLOW, "tree %llu would grow past %d levels",
 				  (unsigned long long)root->root_key.objectid, BTRFS_MAX_LEVEL);
-	err = new_block(trans, root, level + 1, &c);
+	err = new_block(trans, root, level + 1, NULL, &c);
 	if (err)
 		return err;
 	if (nritems(lower))
@@ -310,7 +312,7 @@ static int split_node(struct tlog_trans *trans, struct btrfs_root *root,
 		if (err)
 			return err;
 	}
-	err = new_block(trans, root, level, &split);
+	err = new_block(trans, root, level, NULL, &split);
 	if (err)
 		return err;
 	memcpy(btrfs_key_ptr_nr(split, 0), btrfs_key_ptr_nr(c, mid),
@@ -398,7 +400,7 @@ static int split_leaf_once(struct tlog_trans *trans, struct btrfs_root *root,
 		mid = balanced_split_point(fs, l);
 	}
 
-	err = new_block(trans, root, 0, &r);
+	err = new_block(trans, root, 0, NULL, &r);
 	if (err)
 		return err;
 	move_items_to_new_leaf(fs, l, r, mid);
@@ -1175,7 +1177,7 @@ int btrfs_delete_item(struct tlog_trans *trans, struct btrfs_root *root,
 int btrfs_create_tree(struct tlog_trans *trans, struct btrfs_root *root)
 {
 	struct extent_buffer *leaf;
-	int err = new_block(trans, root, 0, &leaf);
+	int err = new_block(trans, root, 0, NULL, &leaf);
 
 	if (err)
 		return err;

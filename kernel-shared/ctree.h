@@ -288,11 +288,13 @@ int btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *node
  */
 void btrfs_set_readahead(struct tlog_fs *fs, bool on);
 /*
- * A new tree block at @bytenr: zeroed, cached, dirty, with one reference
+ * A new tree block at @bytenr: a copy of @from's bytes (COW, a snapshot's
+ * root), or zeroed when @from is NULL; cached, dirty, with one reference
  * for the caller.  A stale cached copy of an old block at that address is
  * dropped.
  */
-struct extent_buffer *btrfs_new_tree_block(struct tlog_fs *fs, u64 bytenr);
+struct extent_buffer *btrfs_new_tree_block(struct tlog_fs *fs, u64 bytenr,
+					   const struct extent_buffer *from);
 /* Dirty blocks stay in memory (the dirty list holds a reference) until written. */
 void btrfs_mark_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb);
 void btrfs_clear_buffer_dirty(struct tlog_fs *fs, struct extent_buffer *eb);

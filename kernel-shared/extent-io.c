@@ -661,7 +661,8 @@ void btrfs_forget_tree_block(struct tlog_fs *fs, u64 bytenr)
 	}
 }
 
-struct extent_buffer *btrfs_new_tree_block(struct tlog_fs *fs, u64 bytenr)
+struct extent_buffer *btrfs_new_tree_block(struct tlog_fs *fs, u64 bytenr,
+					   const struct extent_buffer *from)
 {
 	struct extent_buffer *eb;
 
@@ -669,7 +670,11 @@ struct extent_buffer *btrfs_new_tree_block(struct tlog_fs *fs, u64 bytenr)
 	eb = alloc_extent_buffer(fs, bytenr);
 	if (!eb)
 		return NULL;
-	memset(eb->data, 0, eb->len);
+	/* a copy overwrites every byte: zeroing first would be a second pass */
+	if (from)
+		memcpy(eb->data, from->data, eb->len);
+	else
+		memset(eb->data, 0, eb->len);
 	eb_cache_insert(&fs->cache, eb);
 	btrfs_mark_buffer_dirty(fs, eb);
 	return eb;

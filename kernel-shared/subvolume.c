@@ -177,11 +177,10 @@ static int copy_root_block(struct tlog_trans *trans, struct btrfs_root *src,
 	if (err)
 		return err;
 	err = trans->ops->alloc_tree_block(trans, snap, src->level, &bytenr);
-	eb = err ? NULL : btrfs_new_tree_block(fs, bytenr);
+	eb = err ? NULL : btrfs_new_tree_block(fs, bytenr, old);
 	if (!err && !eb)
 		err = -ENOMEM;
 	if (!err) {
-		memcpy(eb->data, old->data, fs->nodesize);
 		btrfs_set_header_bytenr(eb_header(eb), bytenr);
 		btrfs_set_header_owner(eb_header(eb), snap->root_key.objectid);
 		btrfs_set_header_generation(eb_header(eb), trans->transid);

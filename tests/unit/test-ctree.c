@@ -466,7 +466,7 @@ Test(ctree, block_cache_finds_every_block_as_it_grows)
 
 	cr_assert_eq(tlog_fs_create_memory(nodesize, 4096, BTRFS_CSUM_TYPE_CRC32, &mem), 0);
 	for (u64 i = 0; i < nr; i++) {
-		struct extent_buffer *eb = btrfs_new_tree_block(mem, base + i * nodesize);
+		struct extent_buffer *eb = btrfs_new_tree_block(mem, base + i * nodesize, NULL);
 
 		cr_assert_not_null(eb);
 		free_extent_buffer(eb);

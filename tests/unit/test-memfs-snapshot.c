@@ -264,7 +264,7 @@ static void make_snapshot(struct tlog_fs *fs)
 	cr_assert_eq(read_tree_block(fs, src->bytenr, level, 0, &old), 0);
 
 	cr_assert_eq(trans->ops->alloc_tree_block(trans, &fake, level, &bytenr), 0);
-	eb = btrfs_new_tree_block(fs, bytenr);
+	eb = btrfs_new_tree_block(fs, bytenr, NULL);
 	cr_assert_not_null(eb);
 	memcpy(eb->data, old->data, fs->nodesize);
 	btrfs_set_header_bytenr(eb_header(eb), bytenr);
