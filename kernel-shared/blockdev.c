@@ -34,6 +34,7 @@
 #include "blockdev.h"
 #include "claim.h"
 #include "errctx.h"
+#include "hugemem.h"
 
 struct hint_worker;
 
@@ -45,7 +46,7 @@ struct file_bdev {
 	bool write_checked;	/* the first write looked for a mount again */
 	bool direct_tried;	/* direct_fd has been opened, or refused */
 	int direct_fd;		/* the target again with O_DIRECT; or -1 */
-	u8 *bounce;		/* FILE_BOUNCE_SIZE bytes aligned to FILE_DIRECT_ALIGN */
+	u8 *bounce;		/* FILE_BOUNCE_SIZE bytes (hugemem.h: aligned for O_DIRECT) */
 	/* reading in place (blockdev.h): the mapping and its lease */
 	u8 *map;		/* the whole file, read-only; unmapped at close */
 	bool leased;		/* the read lease is held */
@@ -58,6 +59,7 @@ struct file_bdev {
 #define FILE_DIRECT_ALIGN	4096
 /* The largest single write of a gather write. */
 #define FILE_BOUNCE_SIZE	(4U << 20)
+_Static_assert(FILE_BOUNCE_SIZE % HUGEMEM_ALIGN == 0, "the bounce buffer is whole huge pages");
 
 static int file_fd(struct tlog_bdev *bdev)
 {
@@ -223,9 +225,9 @@ static int file_writev(struct tlog_bdev *bdev, const struct iovec *iov, int iovc
 
 	if (err)
 		return err;
-	if (!fb->bounce &&
-	    posix_memalign((void **)&fb->bounce, FILE_DIRECT_ALIGN, FILE_BOUNCE_SIZE)) {
-		fb->bounce = NULL;
+	if (!fb->bounce)
+		fb->bounce = hugemem_alloc(FILE_BOUNCE_SIZE);
+	if (!fb->bounce) {
 		for (; i < iovcnt; offset += iov[i].iov_len, i++) {
 			err = file_write(bdev, iov[i].iov_base, iov[i].iov_len, offset);
 			if (err)
@@ -567,7 +569,7 @@ static void file_close(struct tlog_bdev *bdev)
 		munmap(fb->map, bdev->size);
 	hint_worker_stop(fb->hints);
 	file_drop_direct(fb);
-	free(fb->bounce);
+	hugemem_free(fb->bounce, FILE_BOUNCE_SIZE);
 	close(fb->fd);
 	if (fb->disk_fd >= 0)
 		close(fb->disk_fd);

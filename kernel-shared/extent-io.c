@@ -15,12 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "blockdev.h"
 #include "ctree.h"
 #include "errctx.h"
 #include "extent-io.h"
+#include "hugemem.h"
 #include "misc.h"
 #include "tree-checker.h"
 #include "volumes.h"
@@ -33,18 +33,16 @@
 /*
  * Tree blocks come and go by the thousand in a walk or a replay.  Taken
  * from malloc one by one, every buffer past the cache's high-water mark is
- * fresh memory, and a page touched for the first time costs a fault and a
- * clear: on the virtual machines CI runs on, 17 us per 4 KiB page, a third
- * of a 10,000-file replay.  So buffers are carved from 2 MiB chunks that
- * ask for transparent huge pages (one fault per chunk where THP is on,
- * as it is by default for madvise), and a freed buffer goes on a free list
- * for the next one: memory is only new when more blocks are held than ever
- * before.  Chunks are given back when the filesystem is closed.
+ * fresh memory, a fault and a clear per page touched.  So buffers are
+ * carved from 2 MiB chunks that may be huge pages (hugemem.h), and a freed
+ * buffer goes on a free list for the next one: memory is only new when
+ * more blocks are held than ever before.  Chunks are given back when the
+ * filesystem is closed.
  *
  * Under AddressSanitizer every buffer is its own malloc instead, so that
  * overruns and uses after free of tree blocks are still caught.
  */
-#define EB_CHUNK_BYTES		(2UL << 20)
+#define EB_CHUNK_BYTES		HUGEMEM_ALIGN
 
 #if defined(__SANITIZE_ADDRESS__)
 #define EB_POOL 0
@@ -60,23 +58,6 @@
 static size_t eb_slot_size(u32 nodesize)
 {
 	return round_up(sizeof(struct extent_buffer) + nodesize, 64);
-}
-
-/* A 2 MiB-aligned chunk, so that it can be one huge page. */
-static void *eb_chunk_map(void)
-{
-	size_t len = 2 * EB_CHUNK_BYTES;
-	u8 *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	u8 *aligned;
-
-	if (p == MAP_FAILED)
-		return NULL;
-	aligned = (u8 *)round_up((uintptr_t)p, EB_CHUNK_BYTES);
-	if (aligned > p)
-		munmap(p, aligned - p);
-	munmap(aligned + EB_CHUNK_BYTES, p + len - (aligned + EB_CHUNK_BYTES));
-	madvise(aligned, EB_CHUNK_BYTES, MADV_HUGEPAGE);	/* a hint: may be off */
-	return aligned;
 }
 
 static struct extent_buffer *eb_slot_alloc(struct eb_cache *cache)
@@ -95,7 +76,7 @@ static struct extent_buffer *eb_slot_alloc(struct eb_cache *cache)
 		if (!chunks)
 			return NULL;
 		cache->chunks = chunks;
-		chunks[cache->nr_chunks] = eb_chunk_map();
+		chunks[cache->nr_chunks] = hugemem_alloc(EB_CHUNK_BYTES);
 		if (!chunks[cache->nr_chunks])
 			return NULL;
 		cache->carve = chunks[cache->nr_chunks++];
@@ -125,7 +106,7 @@ static void eb_slot_free(struct eb_cache *cache, struct extent_buffer *eb)
 static void eb_slots_release(struct eb_cache *cache)
 {
 	for (size_t i = 0; i < cache->nr_chunks; i++)
-		munmap(cache->chunks[i], EB_CHUNK_BYTES);
+		hugemem_free(cache->chunks[i], EB_CHUNK_BYTES);
 	free(cache->chunks);
 	cache->chunks = NULL;
 	cache->nr_chunks = 0;

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Huge-page-friendly anonymous memory: see hugemem.h.
+ */
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "hugemem.h"
+
+void *hugemem_alloc(size_t len)
+{
+	/* map one alignment more than asked and trim both ends to it */
+	size_t over = len + HUGEMEM_ALIGN;
+	char *p = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *aligned;
+
+	if (len == 0 || len % HUGEMEM_ALIGN || p == MAP_FAILED) {
+		if (p != MAP_FAILED)
+			munmap(p, over);
+		return NULL;
+	}
+	aligned = (char *)(((uintptr_t)p + HUGEMEM_ALIGN - 1) & ~(uintptr_t)(HUGEMEM_ALIGN - 1));
+	if (aligned > p)
+		munmap(p, aligned - p);
+	if (p + over > aligned + len)
+		munmap(aligned + len, p + over - (aligned + len));
+	madvise(aligned, len, MADV_HUGEPAGE);	/* a hint: THP may be off */
+	return aligned;
+}
+
+void hugemem_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
+}
