@@ -9,16 +9,15 @@
 
 void *hugemem_alloc(size_t len)
 {
-	/* map one alignment more than asked and trim both ends to it */
+	/* one alignment more than asked, both ends then trimmed to it */
 	size_t over = len + HUGEMEM_ALIGN;
-	char *p = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	char *aligned;
+	char *p, *aligned;
 
-	if (len == 0 || len % HUGEMEM_ALIGN || p == MAP_FAILED) {
-		if (p != MAP_FAILED)
-			munmap(p, over);
+	if (len == 0 || len % HUGEMEM_ALIGN || over < len)
 		return NULL;
-	}
+	p = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
 	aligned = (char *)(((uintptr_t)p + HUGEMEM_ALIGN - 1) & ~(uintptr_t)(HUGEMEM_ALIGN - 1));
 	if (aligned > p)
 		munmap(p, aligned - p);
