@@ -176,7 +176,6 @@ static int cow_one(struct tlog_trans *trans, struct btrfs_root *root,
 		   struct extent_buffer **ret)
 {
 	struct extent_buffer *cow;
-	struct btrfs_header *h;
 	int level = btrfs_header_level_eb(eb);
 	int err;
 
@@ -184,17 +183,12 @@ static int cow_one(struct tlog_trans *trans, struct btrfs_root *root,
 		*ret = eb;
 		return 0;
 	}
+	/* new_block() writes the copy's header: address, generation, owner, flags */
 	err = new_block(trans, root, level, eb, &cow);
 	if (err) {
 		free_extent_buffer(eb);
 		return err;
 	}
-	h = eb_header(cow);
-	btrfs_set_header_bytenr(h, cow->start);
-	btrfs_set_header_generation(h, trans->transid);
-	btrfs_set_header_owner(h, root->root_key.objectid);
-	btrfs_set_header_flags(h, (btrfs_header_flags(h) & ~BTRFS_HEADER_FLAG_RELOC) |
-			       BTRFS_HEADER_FLAG_WRITTEN);
 	if (parent) {
 		btrfs_set_key_ptr_blockptr(btrfs_key_ptr_nr(parent, slot), cow->start);
 		btrfs_set_key_ptr_generation(btrfs_key_ptr_nr(parent, slot), trans->transid);
