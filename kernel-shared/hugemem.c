@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "hugemem.h"
+#include "misc.h"
 
 void *hugemem_alloc(size_t len)
 {
@@ -18,7 +19,7 @@ void *hugemem_alloc(size_t len)
 	p = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
-	aligned = (char *)(((uintptr_t)p + HUGEMEM_ALIGN - 1) & ~(uintptr_t)(HUGEMEM_ALIGN - 1));
+	aligned = (char *)round_up((uintptr_t)p, HUGEMEM_ALIGN);
 	if (aligned > p)
 		munmap(p, aligned - p);
 	if (p + over > aligned + len)
