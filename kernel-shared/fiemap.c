@@ -56,20 +56,16 @@ static void count_data_ref(struct fiemap_ctx *ctx, const struct tlog_extent_ref 
 		rc->other = true;
 }
 
-/* Count the inline references; *@held: how many references they hold together. */
 static int count_inline_refs(struct fiemap_ctx *ctx, const struct tlog_extent_item *ei,
-			     struct ref_count *rc, u64 *held)
+			     struct ref_count *rc)
 {
 	struct tlog_extent_ref ref;
 	u32 cur;
 	int ret;
 
-	*held = 0;
-	btrfs_for_each_inline_ref(ei, &cur, &ref, ret) {
+	btrfs_for_each_inline_ref(ei, &cur, &ref, ret)
 		if (btrfs_is_data_ref(ref.type))
 			count_data_ref(ctx, &ref, rc);
-		*held += ref.count;
-	}
 	return ret < 0 ? ret : 0;
 }
 
@@ -79,7 +75,6 @@ static int data_extent_refs(struct fiemap_ctx *ctx, u64 bytenr, u64 len, struct 
 	struct btrfs_key key = { bytenr, BTRFS_EXTENT_ITEM_KEY, len };
 	struct btrfs_path *path = &ctx->extent_path;
 	struct tlog_extent_item ei;
-	u64 inline_held;
 	int ret;
 
 	memset(rc, 0, sizeof(*rc));
@@ -89,15 +84,16 @@ static int data_extent_refs(struct fiemap_ctx *ctx, u64 bytenr, u64 len, struct 
 						  (unsigned long long)bytenr);
 	ret = btrfs_decode_extent_item(ctx->file->fs, path->nodes[0], path->slots[0], &key, &ei);
 	if (!ret)
-		ret = count_inline_refs(ctx, &ei, rc, &inline_held);
+		ret = count_inline_refs(ctx, &ei, rc);
 	if (ret)
 		return ret;	/* the finding names the extent item */
 	/*
 	 * The item's refs count every reference, inline or keyed: when the
-	 * inline ones hold them all, no keyed one follows, and the walk
-	 * need not step to the next item (and maybe leaf) to see that.
+	 * inline ones hold them all (the decoder summed them), no keyed one
+	 * follows, and the walk need not step to the next item (and maybe
+	 * leaf) to see that.
 	 */
-	if (inline_held >= ei.refs)
+	if (ei.inline_refs >= ei.refs)
 		return 0;
 	/* keyed refs follow the extent item */
 	for (;;) {

@@ -941,7 +941,7 @@ static int check_inline_ref(const struct extent_buffer *leaf, int slot, const st
 }
 
 static int check_inline_refs(const struct extent_buffer *leaf, int slot, const struct btrfs_key *key,
-			     const struct tlog_extent_item *ei)
+			     struct tlog_extent_item *ei)
 {
 	struct tlog_extent_ref ref, last;
 	u64 counted = 0;
@@ -963,6 +963,7 @@ static int check_inline_refs(const struct extent_buffer *leaf, int slot, const s
 	if (counted > ei->refs)
 		return item_error(leaf, slot, key, "extent", "inline references count %llu, refs %llu",
 				  (unsigned long long)counted, (unsigned long long)ei->refs);
+	ei->inline_refs = counted;
 	return 0;
 }
 

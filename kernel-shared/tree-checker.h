@@ -114,6 +114,7 @@ struct tlog_extent_item {
 	const u8 *ptr;		/* the item, valid as long as the leaf is */
 	u32 size;
 	u32 refs_start;		/* where the inline references begin */
+	u64 inline_refs;	/* references the inline ones count (btrfs_decode_extent_item) */
 };
 
 /*

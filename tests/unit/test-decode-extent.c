@@ -322,6 +322,8 @@ Test(decode_extent, data_extent_decodes_with_its_inline_refs)
 	add_data_extent();
 	cr_assert_eq(decode_ei(0, &ei), 0, "%s", tlog_error_get());
 	cr_assert_eq(ei.refs, 3);
+	/* the data ref counts 2, the shared data ref 1: all of refs is inline */
+	cr_assert_eq(ei.inline_refs, 3);
 	cr_assert_eq(ei.generation, 7);
 	cr_assert_eq(ei.flags, BTRFS_EXTENT_FLAG_DATA);
 	cr_assert_null(ei.info);
