@@ -576,6 +576,16 @@ static bool is_dir(const struct tlog_inode *inode)
 	return S_ISDIR(tlog_inode_mode(inode));
 }
 
+/*
+ * The root directory of a subvolume: its name in the parent is a ROOT_REF
+ * and an entry pointing at the ROOT_ITEM, not an INODE_REF (the kernel
+ * tells it by inode number 256, BTRFS_FIRST_FREE_OBJECTID).
+ */
+static bool is_subvol_root(const struct tlog_inode *inode)
+{
+	return inode->ino == btrfs_root_item_root_dirid(&inode->root->root_item);
+}
+
 static bool fs_has_incompat(const struct tlog_mount *mnt, u64 bit)
 {
 	return (mnt->fs->incompat & bit) != 0;
@@ -1095,6 +1105,8 @@ int tlog_add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_in
 	struct btrfs_key loc = { inode->ino, BTRFS_INODE_ITEM_KEY, 0 };
 	int err = 0;
 
+	if (is_subvol_root(inode))
+		return tlog_link_subvol(mnt, dir, inode, name, len, index);
 	if (backref) {
 		/* btrfs_log_new_name: a file's next fsync looks at its parents */
 		if (!is_dir(inode))
@@ -1113,7 +1125,9 @@ int tlog_add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_in
  * __btrfs_unlink_inode: the name's items and the directory's size and
  * times; the link count is the caller's.  *@index (may be NULL) gets the
  * name's index.  Outside a rename (@for_rename) the log loses the name
- * too; a rename's btrfs_log_new_name sees to the log.
+ * too; a rename's btrfs_log_new_name sees to the log.  A subvolume's root
+ * directory loses its name as btrfs_unlink_subvol takes it (only a rename
+ * moves one; rmdir deletes the subvolume).
  */
 static int remove_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
 		       const char *name, u16 len, u64 *index, bool for_rename)
@@ -1121,6 +1135,8 @@ static int remove_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tl
 	u64 idx;
 	int err;
 
+	if (is_subvol_root(inode))
+		return tlog_unlink_subvol(mnt, dir, name, len, inode, index);
 	err = btrfs_delete_inode_ref(mnt->trans, inode->root, inode->ino, dir->ino, name, len,
 				     &idx);
 	if (err == -ENOENT)
@@ -1406,12 +1422,6 @@ static bool dir_is_empty(const struct tlog_inode *inode)
 	return btrfs_inode_item_size(&inode->item) == BTRFS_EMPTY_DIR_SIZE;
 }
 
-/* The root directory of a subvolume is no name in its parent's tree we can unlink. */
-static bool is_subvol_root(const struct tlog_inode *inode)
-{
-	return inode->ino == btrfs_root_item_root_dirid(&inode->root->root_item);
-}
-
 int tlog_unlink(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
 		bool rmdir)
 {
@@ -1473,41 +1483,69 @@ int tlog_evict_inode(struct tlog_mount *mnt, struct tlog_inode *inode)
 
 /* ---- rename ---- */
 
-/* Whether @anc is @inode or one of its ancestors (walking the INODE_REFs up). */
+/*
+ * Whether @anc is @inode or one of its ancestors: lock_rename's trap,
+ * which walks dentries, so up through subvolume boundaries too.
+ */
 static int is_ancestor(struct tlog_mount *mnt, struct tlog_inode *anc, struct tlog_inode *inode,
 		       bool *ret)
 {
-	u64 cur = inode->ino;
-	int guard = 0;
+	struct tlog_inode *cur = inode, *up;
+	int guard, err = 0;
 
 	*ret = false;
-	if (anc->root != inode->root)
-		return 0;
-	while (guard++ < 4096) {
-		struct btrfs_key key = { cur, BTRFS_INODE_REF_KEY, 0 };
-		struct btrfs_path path;
-		int err;
-
-		if (cur == anc->ino) {
+	cur->refs++;
+	for (guard = 0; !*ret; guard++) {
+		if (cur == anc) {
 			*ret = true;
-			return 0;
+			break;
 		}
-		if (cur == btrfs_root_item_root_dirid(&inode->root->root_item))
-			return 0;
-		btrfs_init_path(&path);
-		err = btrfs_search_forward(inode->root, &key, &path);
-		if (err == 0) {
-			btrfs_item_key_to_cpu(path.nodes[0], &key, path.slots[0]);
-			if (key.objectid != cur || key.type != BTRFS_INODE_REF_KEY)
-				err = 1;
+		if (guard == 4096) {
+			err = tlog_error(-ELOOP, "directory %llu: parents loop",
+					 (unsigned long long)inode->ino);
+			break;
 		}
-		btrfs_release_path(&path);
+		err = parent_dir(mnt, cur, &up);
 		if (err)
-			return err < 0 ? err : 0;
-		cur = key.offset;
+			break;
+		tlog_iput(mnt, cur);
+		if (up == cur)
+			break;		/* the top: its own parent */
+		cur = up;
 	}
-	(void)mnt;
-	return tlog_error(-ELOOP, "directory %llu: parents loop", (unsigned long long)inode->ino);
+	tlog_iput(mnt, cur);
+	return err == -ENOENT ? 0 : err;	/* -ENOENT: a detached subvolume */
+}
+
+/*
+ * simple_rename_timestamp() on a renamed inode: ctime and i_version.
+ * btrfs_rename writes the item of an inode, but not of a subvolume's
+ * root directory, whose change stays in memory until something else
+ * writes the item (a remount shows the old ctime): what this transaction
+ * changed of it before goes to its tree now, as the kernel's delayed
+ * inode holds it, and the rename's change is left undirtied.
+ */
+static int touch_renamed(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	int err = 0;
+
+	if (!is_subvol_root(inode)) {
+		touch_ctime(mnt, inode);
+		return 0;
+	}
+	if (inode->item_dirty)
+		err = tlog_write_inode_item(mnt, inode);
+	inode->item.ctime = mnt->now;
+	inc_iversion(inode);
+	return err;
+}
+
+/* btrfs_log_new_name of a renamed inode; a subvolume's move commits instead. */
+static void log_new_name(struct tlog_mount *mnt, struct tlog_inode *inode,
+			 struct tlog_inode *old_dir, const char *name, u16 len, u64 index)
+{
+	if (!is_subvol_root(inode))
+		btrfs_log_new_name(mnt, inode, old_dir, name, len, index);
 }
 
 static int rename_exchange(struct tlog_mount *mnt, struct tlog_inode *odir, struct tlog_inode *old,
@@ -1517,6 +1555,8 @@ static int rename_exchange(struct tlog_mount *mnt, struct tlog_inode *odir, stru
 	u64 old_idx, new_idx, oidx = 0, nidx = 0;
 	int err;
 
+	if (is_subvol_root(old) || is_subvol_root(new))
+		tlog_trans_set_needs_full_commit(mnt->trans, "a subvolume was renamed");
 	err = tlog_dir_next_index(ndir, &old_idx);
 	if (!err)
 		err = tlog_dir_next_index(odir, &new_idx);
@@ -1532,11 +1572,13 @@ static int rename_exchange(struct tlog_mount *mnt, struct tlog_inode *odir, stru
 		err = tlog_add_link(mnt, ndir, old, nname, nlen, old_idx, true);
 	if (!err)
 		err = tlog_add_link(mnt, odir, new, oname, olen, new_idx, true);
+	if (!err)
+		err = touch_renamed(mnt, old);
+	if (!err)
+		err = touch_renamed(mnt, new);
 	if (!err) {
-		touch_ctime(mnt, old);
-		touch_ctime(mnt, new);
-		btrfs_log_new_name(mnt, old, odir, oname, olen, oidx);
-		btrfs_log_new_name(mnt, new, ndir, nname, nlen, nidx);
+		log_new_name(mnt, old, odir, oname, olen, oidx);
+		log_new_name(mnt, new, ndir, nname, nlen, nidx);
 	}
 	return err;
 }
@@ -1576,15 +1618,18 @@ static int may_rename(struct tlog_mount *mnt, struct tlog_inode *odir, struct tl
 		if (!is_dir(old) && is_dir(new))
 			return -EISDIR;
 	}
-	/* a subvolume moves anywhere in the filesystem; other inodes stay in theirs */
-	if (!(is_subvol_root(old) && old->root != odir->root) &&
-	    (old->root != ndir->root || (new && new->root != odir->root)))
+	/*
+	 * A subvolume's root moves anywhere in the filesystem, other inodes
+	 * stay in their subvolume; two subvolumes trade places anywhere, an
+	 * inode trades with a subvolume in the inode's own.
+	 */
+	if (odir->root != ndir->root &&
+	    !(is_subvol_root(old) && (!(flags & TLOG_RENAME_EXCHANGE) || is_subvol_root(new))))
 		return -EXDEV;
-	if (new && is_subvol_root(new) && new->root != ndir->root)
-		return -ENOTEMPTY;	/* a subvolume is never replaced */
-	if (is_subvol_root(old) && old->root != odir->root &&
-	    ((flags & TLOG_RENAME_EXCHANGE) || new))
-		return -EXDEV;		/* moving a subvolume onto a name: not handled */
+	/* a subvolume is never replaced, and a snapshot's stand-in for one never moves */
+	if (!(flags & TLOG_RENAME_EXCHANGE) &&
+	    (old->ino == BTRFS_EMPTY_SUBVOL_DIR_OBJECTID || (new && is_subvol_root(new))))
+		return -ENOTEMPTY;
 	if (new && is_dir(new) && !(flags & TLOG_RENAME_EXCHANGE) && !dir_is_empty(new))
 		return -ENOTEMPTY;
 	if (!new && !is_dir(ndir))
@@ -1629,10 +1674,8 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 		err = rename_exchange(mnt, odir, old, oname, olen, ndir, new, nname, nlen);
 		goto out;
 	}
-	if (is_subvol_root(old) && old->root != odir->root) {
-		err = tlog_rename_subvol(mnt, odir, oname, olen, ndir, nname, nlen, old);
-		goto out;
-	}
+	if (is_subvol_root(old))
+		tlog_trans_set_needs_full_commit(mnt->trans, "a subvolume was renamed");
 	/* replacing a file with data: the new one's data goes to disk first (auto_da_alloc) */
 	if (new && S_ISREG(tlog_inode_mode(old)) && btrfs_inode_item_size(&new->item)) {
 		err = tlog_writeback_inode(mnt, old);
@@ -1646,13 +1689,13 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 	if (!err)
 		err = remove_link(mnt, odir, old, oname, olen, &oidx, true);
 	if (!err)
-		touch_ctime(mnt, old);
+		err = touch_renamed(mnt, old);
 	if (!err && new)
 		err = unlink_and_evict(mnt, ndir, new, nname, nlen);
 	if (!err)
 		err = tlog_add_link(mnt, ndir, old, nname, nlen, index, true);
 	if (!err)
-		btrfs_log_new_name(mnt, old, odir, oname, olen, oidx);
+		log_new_name(mnt, old, odir, oname, olen, oidx);
 out:
 	tlog_iput(mnt, old);
 	tlog_iput(mnt, new);

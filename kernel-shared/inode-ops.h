@@ -335,7 +335,9 @@ int tlog_insert_inode(struct tlog_mount *mnt, struct btrfs_root *root, u64 ino, 
  * btrfs_add_link: @name -> @inode in @dir at @index: the back reference
  * (with @backref: INODE_REF, or INODE_EXTREF once that item is full),
  * DIR_ITEM and DIR_INDEX, the directory's size, i_version and (unless
- * replaying a log) times.  @inode's link count is the caller's.
+ * replaying a log) times.  @inode's link count is the caller's.  A
+ * subvolume's root directory gets ROOT_REF/ROOT_BACKREF and an entry
+ * pointing at its ROOT_ITEM instead (tlog_link_subvol), whatever @backref.
  */
 int tlog_add_link(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
 		  const char *name, u16 len, u64 index, bool backref);
@@ -383,13 +385,16 @@ int tlog_create_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const cha
 int tlog_delete_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
 		       struct tlog_inode *subvol);
 /*
- * rename(2) of @subvol, a subvolume's root directory named @oname in
- * @odir, to @nname in @ndir (no target there): its entry and root refs
- * move, in any subvolume of the filesystem.
+ * A subvolume's name, as a rename moves it (btrfs_unlink_subvol and
+ * btrfs_add_link of a subvolume's root directory @subvol): the entry in
+ * @dir and the ROOT_REF/ROOT_BACKREF pair go, or come at @index; the
+ * directory's size and times follow.  *@index (may be NULL) gets the
+ * index of the name removed.
  */
-int tlog_rename_subvol(struct tlog_mount *mnt, struct tlog_inode *odir, const char *oname,
-		       u16 olen, struct tlog_inode *ndir, const char *nname, u16 nlen,
-		       struct tlog_inode *subvol);
+int tlog_unlink_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		       struct tlog_inode *subvol, u64 *index);
+int tlog_link_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *subvol,
+		     const char *name, u16 len, u64 index);
 /*
  * BTRFS_IOC_SNAP_CREATE: a writable snapshot of the subvolume whose root
  * directory is @src, called @name in @dir.  Commits, as the kernel does.

@@ -104,25 +104,32 @@ static int insert_root_dir(struct tlog_mount *mnt, struct btrfs_root *root,
 }
 
 /*
- * The name of a new subvolume @id in @dir: ROOT_REF/BACKREF, DIR_ITEM
+ * The name of subvolume @id in @dir at @index: ROOT_REF/BACKREF, DIR_ITEM
  * and DIR_INDEX pointing at its ROOT_ITEM (@location), the directory's
  * size and times.
  */
 static int link_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
-		       u64 id, const struct btrfs_key *location)
+		       u64 id, const struct btrfs_key *location, u64 index)
 {
-	u64 index;
-	int err = tlog_dir_next_index(dir, &index);
+	int err = add_root_refs(mnt->trans, dir->root->root_key.objectid, id, dir->ino, index,
+				name, len);
 
-	if (!err)
-		err = add_root_refs(mnt->trans, dir->root->root_key.objectid, id, dir->ino, index,
-				    name, len);
 	if (!err)
 		err = btrfs_add_dir_entries(mnt->trans, dir->root, dir->ino, name, len, location,
 					    BTRFS_FT_DIR, index);
 	if (!err)
 		tlog_dir_changed(mnt, dir, 2 * (s64)len);
 	return err;
+}
+
+/* A new subvolume's or snapshot's name: the next index of @dir. */
+static int link_new_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name,
+			   u16 len, u64 id, const struct btrfs_key *location)
+{
+	u64 index;
+	int err = tlog_dir_next_index(dir, &index);
+
+	return err ? err : link_subvol(mnt, dir, name, len, id, location, index);
 }
 
 int tlog_create_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len)
@@ -155,7 +162,7 @@ int tlog_create_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const cha
 	if (!err)
 		err = add_uuid_item(mnt->trans, root->root_item.uuid, id);
 	if (!err)
-		err = link_subvol(mnt, dir, name, len, id, &key);
+		err = link_new_subvol(mnt, dir, name, len, id, &key);
 	return err;
 }
 
@@ -287,7 +294,7 @@ int tlog_create_snapshot(struct tlog_mount *mnt, struct tlog_inode *src, struct 
 	/* the name goes in after the copy: a snapshot never holds its own entry */
 	location = (struct btrfs_key){ id, BTRFS_ROOT_ITEM_KEY, (u64)-1 };
 	if (!err)
-		err = link_subvol(mnt, dir, name, len, id, &location);
+		err = link_new_subvol(mnt, dir, name, len, id, &location);
 	return err ? err : tlog_commit(mnt);
 }
 
@@ -375,7 +382,7 @@ int tlog_delete_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const cha
 		       struct tlog_inode *subvol)
 {
 	struct btrfs_root *root = subvol->root;
-	u64 id = root->root_key.objectid, index = 0;
+	u64 id = root->root_key.objectid;
 	struct btrfs_key orphan = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, id };
 	int err;
 
@@ -383,12 +390,9 @@ int tlog_delete_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const cha
 		return -EPERM;	/* the default subvolume stays */
 	err = tlog_mount_trans(mnt, &mnt->trans);
 	if (!err)
-		err = remove_root_refs(mnt->trans, dir->root->root_key.objectid, id, &index);
-	if (!err)
-		err = btrfs_remove_dir_entries(mnt->trans, dir->root, dir->ino, name, len, index);
+		err = tlog_unlink_subvol(mnt, dir, name, len, subvol, NULL);
 	if (err)
 		return err;
-	tlog_dir_changed(mnt, dir, -2 * (s64)len);
 	/* btrfs_record_snapshot_destroy: fsync of @dir commits */
 	dir->last_unlink_trans = mnt->trans->transid;
 	/*
@@ -411,41 +415,37 @@ int tlog_delete_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const cha
 	return err;
 }
 
-/* ---- renaming a subvolume (btrfs_rename of a subvolume's root) ---- */
+/* ---- a subvolume's name moving (btrfs_rename of a subvolume's root) ---- */
 
-int tlog_rename_subvol(struct tlog_mount *mnt, struct tlog_inode *odir, const char *oname,
-		       u16 olen, struct tlog_inode *ndir, const char *nname, u16 nlen,
-		       struct tlog_inode *subvol)
+int tlog_unlink_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, const char *name, u16 len,
+		       struct tlog_inode *subvol, u64 *index)
 {
-	u64 id = subvol->root->root_key.objectid, index;
-	struct tlog_dir_entry de;
-	struct btrfs_key location;
+	u64 id = subvol->root->root_key.objectid, idx = 0;
 	int err;
 
-	/* the entry keeps pointing at the subvolume's ROOT_ITEM as it did */
-	err = btrfs_lookup_dir_entry(odir->root, odir->ino, oname, olen, &de);
+	err = remove_root_refs(mnt->trans, dir->root->root_key.objectid, id, &idx);
+	if (!err)
+		err = btrfs_remove_dir_entries(mnt->trans, dir->root, dir->ino, name, len, idx);
 	if (err)
 		return err;
-	location = de.location;
-	err = tlog_mount_trans(mnt, &mnt->trans);
-	if (!err)
-		err = remove_root_refs(mnt->trans, odir->root->root_key.objectid, id, &index);
-	if (!err)
-		err = btrfs_remove_dir_entries(mnt->trans, odir->root, odir->ino, oname, olen, index);
-	if (err)
-		return err;
-	tlog_dir_changed(mnt, odir, -2 * (s64)olen);
-	odir->last_unlink_trans = mnt->trans->transid;
-	/* btrfs_rename of a subvolume: no fsync in this transaction logs */
-	tlog_trans_set_needs_full_commit(mnt->trans, "a subvolume was renamed");
-	err = link_subvol(mnt, ndir, nname, nlen, id, &location);
-	if (!err) {
-		subvol->item.ctime = mnt->now;
-		btrfs_set_inode_item_sequence(&subvol->item,
-					      btrfs_inode_item_sequence(&subvol->item) + 1);
-		tlog_inode_mark_dirty(mnt, subvol);
-	}
-	return err;
+	tlog_dir_changed(mnt, dir, -2 * (s64)len);
+	if (index)
+		*index = idx;
+	return 0;
+}
+
+/*
+ * The entry points at the subvolume's ROOT_ITEM by the key its root was
+ * read with, not the one the old entry had: a renamed snapshot's entry
+ * says (id ROOT_ITEM transid) where its first one said (id ROOT_ITEM -1),
+ * as the kernel's btrfs_add_link writes it.
+ */
+int tlog_link_subvol(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *subvol,
+		     const char *name, u16 len, u64 index)
+{
+	const struct btrfs_key *location = &subvol->root->root_key;
+
+	return link_subvol(mnt, dir, name, len, location->objectid, location, index);
 }
 
 /* ---- read-only and default subvolumes (mkfs --subvol ro:, default:) ---- */

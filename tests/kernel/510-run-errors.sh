@@ -234,6 +234,34 @@ rename /f /sv/g exchange
 clone /f /sv/h
 EOF2
 
+# subvolumes (btrfs_rename, btrfs_rename_exchange): an inode stays in its
+# subvolume, in an exchange too unless both are subvolumes; a subvolume is
+# never replaced; "a directory into itself" holds through a subvolume; and
+# what is allowed after the refusals: two subvolumes trade names, one
+# replaces an empty directory, a file trades with a subvolume
+err_case subvol-moves "9: rename: $E_XDEV
+10: rename: $E_NOTEMPTY
+11: rename: $E_NOTEMPTY
+12: rename: $E_INVAL
+13: rename: $E_XDEV" <<'EOF2'
+mksubvol /a
+mksubvol /b
+mkdir /top
+mksubvol /top/sv
+mkdir /top/sv/in
+create /f
+create /a/g
+mkdir /d
+rename /f /a/g exchange
+rename /d /a
+rename /a /b
+rename /top /top/sv/in/x
+rename /a/g /b exchange
+rename /a /b exchange
+rename /b /d
+rename /f /a exchange
+EOF2
+
 # ELOOP: one path walk follows at most 40 symlinks, those in the middle
 # of the path and the final ones together, the 41st is refused; the calls
 # that do not follow a final link (lchown, utimensat, link) act on the
