@@ -63,6 +63,12 @@ static int count_inline_refs(struct fiemap_ctx *ctx, const struct tlog_extent_it
 	u32 cur;
 	int ret;
 
+	/* most extents have one reference, which the decoder kept */
+	if (ei->nr_inline == 1) {
+		if (btrfs_is_data_ref(ei->first.type))
+			count_data_ref(ctx, &ei->first, rc);
+		return 0;
+	}
 	btrfs_for_each_inline_ref(ei, &cur, &ref, ret)
 		if (btrfs_is_data_ref(ref.type))
 			count_data_ref(ctx, &ref, rc);

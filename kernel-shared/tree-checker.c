@@ -948,9 +948,13 @@ static int check_inline_refs(const struct extent_buffer *leaf, int slot, const s
 	u32 cur;
 	int ret;
 
+	ei->nr_inline = 0;
 	btrfs_for_each_inline_ref(ei, &cur, &ref, ret) {
-		if (check_inline_ref(leaf, slot, key, ei, &ref, ref.at > ei->refs_start ? &last : NULL))
+		if (check_inline_ref(leaf, slot, key, ei, &ref, ei->nr_inline ? &last : NULL))
 			return -EUCLEAN;
+		if (!ei->nr_inline)
+			ei->first = ref;
+		ei->nr_inline++;
 		counted += ref.count;
 		last = ref;
 	}

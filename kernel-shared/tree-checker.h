@@ -104,19 +104,6 @@ int btrfs_read_file_extent(const struct extent_buffer *leaf, int slot, const str
 int btrfs_decode_file_extent(const struct tlog_fs *fs, const struct extent_buffer *leaf, int slot,
 			     const struct btrfs_key *key, struct tlog_file_extent *ret);
 
-/* An EXTENT_ITEM or METADATA_ITEM, decoded up to its inline references. */
-struct tlog_extent_item {
-	u64 refs;
-	u64 generation;
-	u64 flags;		/* BTRFS_EXTENT_FLAG_*, BTRFS_BLOCK_FLAG_FULL_BACKREF */
-	int level;		/* tree blocks: from the key (skinny) or the block info */
-	const struct btrfs_tree_block_info *info;	/* non-skinny tree blocks, else NULL */
-	const u8 *ptr;		/* the item, valid as long as the leaf is */
-	u32 size;
-	u32 refs_start;		/* where the inline references begin */
-	u64 inline_refs;	/* references the inline ones count (btrfs_decode_extent_item) */
-};
-
 /*
  * One back reference, inline in an extent item or keyed: what it names
  * and how many references it counts.
@@ -128,6 +115,22 @@ struct tlog_extent_ref {
 	u64 offset;		/* root or parent; EXTENT_DATA_REF: the key's (0 inline) */
 	u64 root, objectid, file_offset;	/* EXTENT_DATA_REF */
 	u32 count;		/* references counted: 1 for tree blocks, 0 for owners */
+};
+
+/* An EXTENT_ITEM or METADATA_ITEM, decoded up to its inline references. */
+struct tlog_extent_item {
+	u64 refs;
+	u64 generation;
+	u64 flags;		/* BTRFS_EXTENT_FLAG_*, BTRFS_BLOCK_FLAG_FULL_BACKREF */
+	int level;		/* tree blocks: from the key (skinny) or the block info */
+	const struct btrfs_tree_block_info *info;	/* non-skinny tree blocks, else NULL */
+	const u8 *ptr;		/* the item, valid as long as the leaf is */
+	u32 size;
+	u32 refs_start;		/* where the inline references begin */
+	/* btrfs_decode_extent_item: */
+	u64 inline_refs;	/* references the inline ones count */
+	u32 nr_inline;		/* inline references */
+	struct tlog_extent_ref first;	/* the first of them, when there is one */
 };
 
 static inline bool btrfs_is_data_ref(u8 type)

@@ -342,6 +342,13 @@ Test(decode_extent, data_extent_decodes_with_its_inline_refs)
 	cr_assert_eq(ref[1].offset, BLOCK);
 	cr_assert_eq(ref[1].count, 1);
 	cr_assert_eq(ref[1].at, sizeof(struct btrfs_extent_item) + DATA_REF_LEN);
+	/* the decoder counted them and kept the first, as the walk gives it */
+	cr_assert_eq(ei.nr_inline, 2);
+	cr_assert_eq(ei.first.type, ref[0].type);
+	cr_assert_eq(ei.first.at, ref[0].at);
+	cr_assert_eq(ei.first.root, ref[0].root);
+	cr_assert_eq(ei.first.objectid, ref[0].objectid);
+	cr_assert_eq(ei.first.count, ref[0].count);
 }
 
 Test(decode_extent, tree_block_extents_decode_skinny_and_not)
