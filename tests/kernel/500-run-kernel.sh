@@ -12,8 +12,9 @@
 # that each day runs others).
 # The mkfs options go round a matrix: nodesize 4k/16k/64k, checksum
 # crc32c/xxhash/sha256/blake2, with and without no-holes (64k images get
-# 512M: on 256M the kernel's metadata reservation refuses operations
-# tlogctl lets through, a known difference).  FIEMAP answers that differ
+# 1G: on smaller ones the kernel's metadata reservation refuses operations
+# tlogctl lets through or writes dirty data back early, a known
+# difference).  FIEMAP answers that differ
 # only in how extents lying side by side on disk were merged (physical
 # placement, the allocator's) are printed as notes, not failures.  Scripts
 # with features tlogctl run does not claim (RUN_UNSUPPORTED in
