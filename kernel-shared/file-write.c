@@ -806,19 +806,20 @@ static int write_inline(struct tlog_mount *mnt, struct tlog_inode *inode)
 }
 
 /*
- * btrfs_inode_safe_disk_i_size_write(inode, 0) when written data reaches
- * the disk: the on-disk size becomes i_size - without NO_HOLES no more
- * than the prefix of the file that file extent items cover.
+ * btrfs_inode_safe_disk_i_size_write(inode, 0): the size the inode item
+ * gets on disk is i_size - without NO_HOLES no more than the prefix of
+ * the file that file extent items cover, as a size past a gap (dirty
+ * data not written yet) would leave part of the file without items.
+ * Called wherever the kernel calls it: written data reaching the disk,
+ * and a truncate, fallocate or reflink setting i_size.
  */
-static int advance_disk_i_size(struct tlog_mount *mnt, struct tlog_inode *inode)
+static int update_disk_i_size(struct tlog_mount *mnt, struct tlog_inode *inode)
 {
 	u64 size = i_size(inode), covered = 0;
 	struct tlog_file_extent *v;
 	size_t nr;
 	int err;
 
-	if (size <= inode->disk_i_size)
-		return 0;
 	if (no_holes(mnt)) {
 		inode->disk_i_size = size;
 		return 0;
@@ -829,10 +830,7 @@ static int advance_disk_i_size(struct tlog_mount *mnt, struct tlog_inode *inode)
 	for (size_t i = 0; i < nr && v[i].start <= covered; i++)
 		covered = sector_up(mnt, v[i].end) > covered ? sector_up(mnt, v[i].end) : covered;
 	free(v);
-	if (covered < size)
-		size = covered;
-	if (size > inode->disk_i_size)
-		inode->disk_i_size = size;
+	inode->disk_i_size = covered < size ? covered : size;
 	return 0;
 }
 
@@ -889,8 +887,9 @@ int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 		if (!err)
 			err = dirty_cut(inode, s, e);
 		mnt->reserved_bound = mnt->reserved_bound > e - s ? mnt->reserved_bound - (e - s) : 0;
-		if (!err)
-			err = advance_disk_i_size(mnt, inode);
+		/* the extents searched only when the size can move */
+		if (!err && i_size(inode) > inode->disk_i_size)
+			err = update_disk_i_size(mnt, inode);
 		if (!err) {
 			tlog_inode_record_modified(inode, s, e, false);
 			tlog_inode_mark_dirty(mnt, inode);
@@ -1123,7 +1122,9 @@ int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
 	if (size == 0)
 		inode->flush_on_close = true;
 	btrfs_set_inode_item_size(&inode->item, size);
-	inode->disk_i_size = size;
+	err = update_disk_i_size(mnt, inode);
+	if (err)
+		return err;
 	inode->full_sync = true;
 	data_changed(mnt, inode);
 	/*
@@ -1238,7 +1239,7 @@ static int allocate_range(struct tlog_mount *mnt, struct tlog_inode *inode, bool
 		return err;
 	if (!keep && off + len > old) {
 		btrfs_set_inode_item_size(&inode->item, off + len);
-		inode->disk_i_size = off + len;
+		return update_disk_i_size(mnt, inode);
 	}
 	return 0;
 }
@@ -1604,7 +1605,9 @@ int tlog_clone_range(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u6
 	end = dst_off + len;
 	if (end > i_size(dst)) {
 		btrfs_set_inode_item_size(&dst->item, end);
-		dst->disk_i_size = end;
+		err = update_disk_i_size(mnt, dst);
+		if (err)
+			return err;
 	}
 	dst->last_reflink_trans = mnt->trans->transid;
 	dst->full_sync = true;
