@@ -2380,7 +2380,7 @@ Test(inode_ops, bug_free_space_merges_across_block_groups)
 /*
  * BUG: without NO_HOLES, the on-disk i_size after a writeback is
  * min(i_size, end of the range written) clamped to the prefix extents
- * cover (advance_disk_i_size() in file-write.c); the kernel's
+ * cover (update_disk_i_size() in file-write.c then); the kernel's
  * btrfs_finish_ordered_io calls btrfs_inode_safe_disk_i_size_write(inode,
  * 0): i_size clamped to that prefix only.  So when a later range was
  * written back first (fallocate and punch write their range back), the
@@ -2411,6 +2411,46 @@ Test(inode_ops, bug_disk_i_size_stops_at_the_last_range_written)
 	cr_assert_eq(btrfs_read_inode(c.root, ROOT_INO + 1, &ii), 0);
 	cr_assert_eq(btrfs_inode_item_size(&ii), 8192, "size %llu on disk",
 		     (unsigned long long)btrfs_inode_item_size(&ii));
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+/*
+ * BUG: without NO_HOLES, a fallocate (a truncate, a reflink) that set
+ * i_size set the on-disk size to it outright, where the kernel's
+ * btrfs_inode_safe_disk_i_size_write() stops it at the prefix file extent
+ * items cover: a commit before the writeback then wrote an inode whose
+ * size reached past a range without items (btrfs check: "file extent
+ * discount"; seed 20261210 r-090).
+ *
+ * mkfs without no-holes; create f; write [0, 4096) 0xaa; sync; write
+ * [4096, 12288) 0xbb; fallocate [8192, +8192) (writes [8192, 12288) back,
+ * preallocates [12288, 16384); [4096, 8192) stays dirty); commit without
+ * writeback.  Expected: size 4096 on disk, i_size 16384 in memory.
+ * Got: 16384 on disk.
+ */
+Test(inode_ops, bug_fallocate_size_stops_at_unwritten_data)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *f;
+	struct btrfs_inode_item ii;
+
+	c.bdev = memfs_make_features(0, BTRFS_FEATURE_INCOMPAT_NO_HOLES,
+				     BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE);
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	f = create(&c, root, "f", S_IFREG | 0644, NULL);
+	cr_assert_eq(tlog_write(c.mnt, f, 0, 4096, 0xaa), 0);
+	cr_assert_eq(tlog_sync(c.mnt), 0, "%s", tlog_error_get());
+	cr_assert_eq(tlog_write(c.mnt, f, 4096, 8192, 0xbb), 0);
+	cr_assert_eq(tlog_fallocate(c.mnt, f, 0, 8192, 8192), 0);
+	cr_assert_eq(btrfs_inode_item_size(&f->item), 16384);
+	cr_assert_eq(tlog_commit(c.mnt), 0, "%s", tlog_error_get());
+	cr_assert_eq(btrfs_read_inode(c.root, ROOT_INO + 1, &ii), 0);
+	cr_assert_eq(btrfs_inode_item_size(&ii), 4096, "size %llu on disk",
+		     (unsigned long long)btrfs_inode_item_size(&ii));
+	tlog_iput(c.mnt, f);
+	tlog_iput(c.mnt, root);
 	ctx_close(&c);
 	tlog_bdev_close(c.bdev);
 }
