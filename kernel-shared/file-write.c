@@ -559,8 +559,18 @@ static int can_nocow(struct tlog_mount *mnt, const struct tlog_inode *inode,
 	return err;
 }
 
-/* run_delalloc_nocow: in-place where an extent allows it, copy-on-write elsewhere. */
-static int write_back_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end)
+/*
+ * run_delalloc_nocow: in-place where an extent allows it, copy-on-write
+ * elsewhere, each piece an ordered extent of its own.  A writeback that
+ * waits for a range only (btrfs_wait_ordered_range: fallocate, punch,
+ * reflink) writes the pages of that range and completes the ordered
+ * extents overlapping it; the pieces of the same dirty run that start at
+ * or past @limit keep their pages dirty until a later writeback.  So
+ * writing stops there: *@written is where it stopped (@end when all of
+ * it was written).
+ */
+static int write_back_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 start, u64 end,
+			    u64 limit, u64 *written)
 {
 	struct tlog_file_extent *v;
 	size_t nr;
@@ -569,6 +579,7 @@ static int write_back_range(struct tlog_mount *mnt, struct tlog_inode *inode, u6
 
 	if (err)
 		return err;
+	*written = end;
 	for (size_t i = 0; !err && i < nr; i++) {
 		const struct tlog_file_extent *e = &v[i];
 		u64 s = e->start > start ? e->start : start, t = e->end < end ? e->end : end;
@@ -577,18 +588,26 @@ static int write_back_range(struct tlog_mount *mnt, struct tlog_inode *inode, u6
 		if (s >= t)
 			continue;
 		err = can_nocow(mnt, inode, e, &nocow);
-		if (err)
-			break;
-		if (!nocow)
+		if (err || !nocow)
 			continue;
+		if (cow_start < s && cow_start >= limit)
+			break;
 		if (cow_start < s)
 			err = cow_range(mnt, inode, cow_start, s);
-		if (!err)
-			err = nocow_range(mnt, inode, e, s, t);
+		if (err)
+			break;
+		cow_start = s;
+		if (s >= limit)
+			break;
+		err = nocow_range(mnt, inode, e, s, t);
 		cow_start = t;
 	}
-	if (!err && cow_start < end)
-		err = cow_range(mnt, inode, cow_start, end);
+	if (!err && cow_start < end) {
+		if (cow_start < limit)
+			err = cow_range(mnt, inode, cow_start, end);
+		else
+			*written = cow_start;
+	}
 	free(v);
 	return err;
 }
@@ -883,7 +902,9 @@ int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
 		else if (s == 0 && inline_ok(mnt, inode, e))
 			err = write_inline(mnt, inode);
 		else
-			err = write_back_range(mnt, inode, s, e);
+			err = write_back_range(mnt, inode, s, e, hi, &e);
+		if (!err && e == s)
+			break;	/* cannot be: the run starts inside [lo, hi) */
 		if (!err)
 			err = dirty_cut(inode, s, e);
 		mnt->reserved_bound = mnt->reserved_bound > e - s ? mnt->reserved_bound - (e - s) : 0;

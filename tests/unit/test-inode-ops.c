@@ -2455,6 +2455,54 @@ Test(inode_ops, bug_fallocate_size_stops_at_unwritten_data)
 	tlog_bdev_close(c.bdev);
 }
 
+/*
+ * BUG: a writeback that waits for a range only (fallocate, punch,
+ * reflink) wrote the whole dirty run it started, its preallocated tail
+ * included; the kernel's btrfs_wait_ordered_range completes only the
+ * ordered extents overlapping the range, and the nocow piece past it
+ * keeps its pages dirty, so a commit before the next writeback still has
+ * the preallocation there (seed 20261204 r-146: after a power cut the
+ * kernel's file read zeros where ours had the data).
+ *
+ * create f; fallocate KEEP_SIZE [16384, +16384); sync; write [0, 32768)
+ * 0xaa (one dirty run: copy-on-write to 16384, into the preallocation
+ * after it); fallocate KEEP_SIZE [0, +4096) (waits for [0, 4096));
+ * commit without writeback.  Expected: [0, 16384) regular, [16384, 32768)
+ * still preallocated and its data still dirty.  Got: both regular.
+ */
+Test(inode_ops, bug_ranged_writeback_leaves_a_later_nocow_piece_dirty)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_file_extent v[4];
+	struct tlog_inode *root, *f;
+	size_t n;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	f = create(&c, root, "f", S_IFREG | 0644, NULL);
+	cr_assert_eq(tlog_fallocate(c.mnt, f, TLOG_FALLOC_KEEP_SIZE, 16384, 16384), 0);
+	cr_assert_eq(tlog_sync(c.mnt), 0, "%s", tlog_error_get());
+	cr_assert_eq(tlog_write(c.mnt, f, 0, 32768, 0xaa), 0);
+	cr_assert_eq(tlog_fallocate(c.mnt, f, TLOG_FALLOC_KEEP_SIZE, 0, 4096), 0);
+	cr_assert_eq(tlog_commit(c.mnt), 0, "%s", tlog_error_get());
+	n = extents_of(&c, f->ino, v, 4);
+	cr_assert_eq(n, 2, "%zu extents", n);
+	cr_assert(v[0].start == 0 && v[0].end == 16384 && v[0].type == BTRFS_FILE_EXTENT_REG);
+	cr_assert(v[1].start == 16384 && v[1].end == 32768 &&
+		  v[1].type == BTRFS_FILE_EXTENT_PREALLOC, "[%llu, %llu) type %u",
+		  (unsigned long long)v[1].start, (unsigned long long)v[1].end, v[1].type);
+	cr_assert_gt(f->nr_dirty, 0);
+	/* the next full writeback writes it, into the preallocation */
+	cr_assert_eq(tlog_sync(c.mnt), 0, "%s", tlog_error_get());
+	n = extents_of(&c, f->ino, v, 4);
+	cr_assert(n == 2 && v[1].type == BTRFS_FILE_EXTENT_REG);
+	tlog_iput(c.mnt, f);
+	tlog_iput(c.mnt, root);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
 /* ---- 4. one policy for run and log replay ---- */
 
 static struct btrfs_inode_item item_of(struct ctx *c, u64 ino)
