@@ -469,6 +469,56 @@ Test(decode_extent, inline_refs_of_one_type_in_ascending_order_refused)
 	cr_assert_eq(decode_ei(0, &ei), 0, "%s", tlog_error_get());
 }
 
+/*
+ * Past the first, references are decoded into two slots in turn, the one
+ * before kept for the order check: four of one type are judged pair by
+ * pair whichever slots hold them, and the first stays whole.
+ */
+Test(decode_extent, every_pair_of_many_inline_refs_is_judged)
+{
+	u32 size = sizeof(struct btrfs_extent_item) + 4 * sizeof(struct btrfs_extent_inline_ref);
+	u8 *p = add(BLOCK, BTRFS_METADATA_ITEM_KEY, 0, size);
+	struct btrfs_extent_inline_ref *iref = (void *)(p + sizeof(struct btrfs_extent_item));
+	struct tlog_extent_item ei;
+
+	btrfs_set_extent_item_refs((void *)p, 4);
+	btrfs_set_extent_item_flags((void *)p, BTRFS_EXTENT_FLAG_TREE_BLOCK);
+	for (int i = 0; i < 4; i++) {
+		btrfs_set_extent_inline_ref_type(iref + i, BTRFS_TREE_BLOCK_REF_KEY);
+		btrfs_set_extent_inline_ref_offset(iref + i, 400 - i);
+	}
+	cr_assert_eq(decode_ei(0, &ei), 0, "%s", tlog_error_get());
+	cr_assert_eq(ei.nr_inline, 4);
+	cr_assert_eq(ei.inline_refs, 4);
+	cr_assert_eq(ei.first.type, BTRFS_TREE_BLOCK_REF_KEY);
+	cr_assert_eq(ei.first.offset, 400);
+	cr_assert_eq(ei.first.at, sizeof(struct btrfs_extent_item));
+	/* each later pair out of order is found, in either slot */
+	for (int bad = 2; bad < 4; bad++) {
+		btrfs_set_extent_inline_ref_offset(iref + bad, 500);
+		cr_assert_eq(decode_ei(0, &ei), -EUCLEAN, "ref %d out of order", bad);
+		assert_finding_at(0, "one ref above the one before it");
+		btrfs_set_extent_inline_ref_offset(iref + bad, 400 - bad);
+	}
+	cr_assert_eq(decode_ei(0, &ei), 0, "%s", tlog_error_get());
+}
+
+Test(decode_extent, extent_item_without_inline_refs_has_no_first)
+{
+	u8 *p = add(DATA_BYTENR, BTRFS_EXTENT_ITEM_KEY, SECTOR, sizeof(struct btrfs_extent_item));
+	struct tlog_extent_item ei;
+
+	btrfs_set_extent_item_refs((void *)p, 1);
+	btrfs_set_extent_item_flags((void *)p, BTRFS_EXTENT_FLAG_DATA);
+	memset(&ei, 0xa5, sizeof(ei));
+	cr_assert_eq(decode_ei(0, &ei), 0, "%s", tlog_error_get());
+	cr_assert_eq(ei.nr_inline, 0);
+	cr_assert_eq(ei.inline_refs, 0);
+	cr_assert_eq(ei.first.type, 0);
+	cr_assert_eq(ei.first.at, 0);
+	cr_assert_eq(ei.first.count, 0);
+}
+
 Test(decode_extent, inline_refs_counting_more_than_refs_refused)
 {
 	struct tlog_extent_item ei;
