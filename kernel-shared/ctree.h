@@ -188,6 +188,7 @@ struct btrfs_path {
 	u64 reada_node[BTRFS_MAX_LEVEL];	/* node last prefetched from, per level */
 	int reada_end[BTRFS_MAX_LEVEL];	/* ...up to this slot */
 	u32 reada_window;		/* children in the next window; 0: the first */
+	int reada_next_at;		/* level 1: hint the next node's leaves at this slot; 0: none */
 };
 
 /* ---- extent buffer access ---- */

@@ -48,6 +48,7 @@ struct usage {
 	u64 readvs;		/* the scatter reads: read-ahead's */
 	u64 hints;
 	u64 unhinted;		/* in place: blocks touched that no hint asked for whole */
+	u64 on_the_spot;	/* in place: blocks first asked for just before their touch */
 };
 
 struct count_bdev {
@@ -57,6 +58,9 @@ struct count_bdev {
 	u8 seen[NR_UNITS / 8];		/* units read or hinted */
 	u8 seen_mark[NR_UNITS / 8];
 	u8 hinted[NR_UNITS / 8];	/* units hinted */
+	/* in place: blocks touched so far, and per unit that count at its first hint, + 1 */
+	u64 touches;
+	u64 hinted_at[NR_UNITS];
 };
 
 static struct count_bdev *count_of(struct tlog_bdev *bdev)
@@ -98,10 +102,16 @@ static int count_readv(struct tlog_bdev *bdev, const struct iovec *iov, int iovc
 
 static void count_readahead(struct tlog_bdev *bdev, u64 offset, u64 len)
 {
-	count_of(bdev)->total.hints++;
+	struct count_bdev *cb = count_of(bdev);
+	u64 end = offset + len < bdev->size ? offset + len : bdev->size;
+
+	cb->total.hints++;
 	count_range(bdev, offset, len);
-	mark_units(bdev, count_of(bdev)->hinted, offset, len);
-	tlog_bdev_readahead(count_of(bdev)->inner, offset, len);
+	mark_units(bdev, cb->hinted, offset, len);
+	for (u64 u = offset >> UNIT_SHIFT; offset < end && u <= (end - 1) >> UNIT_SHIFT; u++)
+		if (!cb->hinted_at[u])
+			cb->hinted_at[u] = cb->touches + 1;
+	tlog_bdev_readahead(cb->inner, offset, len);
 }
 
 /*
@@ -122,8 +132,17 @@ static bool count_covers(struct tlog_bdev *bdev, u64 offset, u64 len, bool hinte
  */
 static const u8 *count_map_read(struct tlog_bdev *bdev, u64 offset, size_t len)
 {
+	struct count_bdev *cb = count_of(bdev);
+
 	if (!count_covers(bdev, offset, len, true))
-		count_of(bdev)->total.unhinted++;
+		cb->total.unhinted++;
+	/*
+	 * Asked for after the block before was touched: the device had no
+	 * time to read it ahead of the walk, which now waits for all of it.
+	 */
+	else if (cb->hinted_at[offset >> UNIT_SHIFT] == cb->touches + 1)
+		cb->total.on_the_spot++;
+	cb->touches++;
 	count_of(bdev)->total.calls++;
 	count_range(bdev, offset, len);
 	return tlog_bdev_memory_data(count_of(bdev)->inner) + offset;
@@ -199,6 +218,7 @@ static struct usage count_since_mark(struct tlog_bdev *bdev, u8 *fresh)
 		.readvs = cb->total.readvs - cb->mark.readvs,
 		.hints = cb->total.hints - cb->mark.hints,
 		.unhinted = cb->total.unhinted - cb->mark.unhinted,
+		.on_the_spot = cb->total.on_the_spot - cb->mark.on_the_spot,
 	};
 
 	for (size_t i = 0; i < sizeof(cb->seen); i++) {
@@ -227,6 +247,7 @@ static void usage_add(struct usage *sum, const struct usage *use)
 	sum->readvs += use->readvs;
 	sum->hints += use->hints;
 	sum->unhinted += use->unhinted;
+	sum->on_the_spot += use->on_the_spot;
 }
 
 /* Whether every unit of the physical range [@offset, +@len) was read (or hinted). */
@@ -269,9 +290,11 @@ static void add_file(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
  * extent (its references are not counted: nothing here checks them, and
  * seeks read no data).
  */
+static u32 image_nodesize;	/* 0: memfs's default */
+
 static struct tlog_bdev *make_image(void)
 {
-	struct tlog_bdev *mem = memfs_make();
+	struct tlog_bdev *mem = memfs_make_nodesize(image_nodesize);
 	struct tlog_fs *fs = memfs_open(mem, 0, 0);
 	struct btrfs_root *root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
 	struct tlog_trans *trans;
@@ -680,6 +703,41 @@ Test(readahead, big_file_walk_reads_in_runs_in_place)
 {
 	in_place = true;
 	big_file_walk_reads_in_runs();
+}
+
+/*
+ * In place, the device must be reading a walk's leaves before the walk
+ * gets to them: a leaf first asked for just before its touch is a wait
+ * for all of its run.  That happens while the windows grow, in the first
+ * level-1 node, and for the blocks of the first search; it must not
+ * happen again at every level-1 node the walk enters (the next node's
+ * leaves were once unknown in place until the walk reached that node).
+ * With 4 KiB nodes the big file's leaves span dozens of level-1 nodes.
+ */
+Test(readahead, walk_in_place_has_each_next_node_hinted_ahead)
+{
+	struct tlog_bdev *mem;
+	struct walk on;
+	u64 leaves, bytes, hinted, per_node;
+	bool all;
+
+	in_place = true;
+	image_nodesize = 4096;
+	mem = make_image();
+	walk_big_file(mem, true, &on);
+	cr_assert_eq(on.nr, 2 * BIG_EXTENTS);
+	leaves = leaves_read(mem, on.dev, &bytes, &all, &hinted);
+	per_node = btrfs_nodeptrs_per_block(4096);
+	cr_log_info("walk of %llu leaves below at least %llu level-1 nodes: %llu blocks asked "
+		    "for on the spot", (unsigned long long)leaves,
+		    (unsigned long long)(leaves / per_node), (unsigned long long)on.use.on_the_spot);
+	cr_assert(all);
+	cr_assert_eq(on.use.unhinted, 0);
+	cr_assert_geq(leaves / per_node, 16, "only %llu leaves", (unsigned long long)leaves);
+	cr_assert_leq(on.use.on_the_spot, 12, "%llu blocks asked for as the walk reached them",
+		      (unsigned long long)on.use.on_the_spot);
+	walk_release(&on);
+	tlog_bdev_close(mem);
 }
 
 /*
