@@ -1555,23 +1555,45 @@ static int check_clone_files(struct tlog_mount *mnt, struct tlog_inode *src,
 }
 
 /*
- * Written back before anything is shared: the whole source file, as
- * btrfs_remap_file_range_prep flushes it all (so that NOCOW writes reach
- * the disk as NOCOW before the extents gain a reference; seen on 6.18:
- * dirty data far outside the cloned range is in the next commit), then
- * the destination range.  A clone the checks refuse flushes nothing (the
- * dirty data of a refused FICLONERANGE stays in one extent with its
- * neighbours).
+ * Where btrfs_wait_ordered_range(@start, @len) ends: at @start + @len,
+ * at the end of the file when that wraps - or when @len is 0 at offset 0,
+ * where its last byte, @start + @len - 1, wraps too - and nowhere past
+ * @start otherwise (it waits for no range at all).
  */
-static int flush_clone_ranges(struct tlog_mount *mnt, struct tlog_inode *src,
-			      struct tlog_inode *dst, u64 dst_off, u64 alen)
+static u64 ordered_range_end(u64 start, u64 len)
 {
+	if (start + len < start || (len == 0 && start == 0))
+		return (u64)-1;
+	return start + len;
+}
+
+/*
+ * Written back before anything is shared, and before the checks of the
+ * ranges (generic_remap_checks, check_clone() here), which come after
+ * btrfs_remap_file_range_prep's flush in the kernel: a clone those refuse
+ * has flushed already (seen on 6.18: the dirty data of a FICLONE of a
+ * file onto itself, refused with EINVAL, is in the next commit).  The
+ * whole source file, as the prep flushes it all (so that NOCOW writes
+ * reach the disk as NOCOW before the extents gain a reference), then the
+ * destination from the arguments as given: their length, or for 0 the
+ * source's size from @off rounded out to sectors (a source offset past
+ * its end wraps that to the end of the destination; an empty source
+ * cloned to offset 0 flushes the whole destination, the wrap above).
+ */
+static int flush_clone_ranges(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 len,
+			      struct tlog_inode *dst, u64 dst_off)
+{
+	u64 start = sector_down(mnt, dst_off), wb_len;
 	int err = tlog_mount_trans(mnt, &mnt->trans);
 
+	if (len)
+		wb_len = sector_up(mnt, len);
+	else
+		wb_len = sector_up(mnt, i_size(src)) - sector_down(mnt, off);
 	if (!err)
 		err = tlog_writeback_inode(mnt, src);
-	if (!err)
-		err = tlog_writeback_range(mnt, dst, dst_off, dst_off + alen);
+	if (!err && ordered_range_end(start, wb_len) > start)
+		err = tlog_writeback_range(mnt, dst, start, ordered_range_end(start, wb_len));
 	return err;
 }
 
@@ -1610,9 +1632,9 @@ int tlog_clone_range(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u6
 	int err = check_clone_files(mnt, src, dst);
 
 	if (!err)
+		err = flush_clone_ranges(mnt, src, off, len, dst, dst_off);
+	if (!err)
 		err = check_clone(mnt, src, off, &len, dst, dst_off, &alen);
-	if (!err && len)
-		err = flush_clone_ranges(mnt, src, dst, dst_off, alen);
 	if (err || len == 0)
 		return err;
 	/* the destination's page cache over the range is replaced */

@@ -450,7 +450,9 @@ int tlog_fallocate(struct tlog_mount *mnt, struct tlog_inode *inode, unsigned in
 		   u64 off, u64 len);
 /*
  * FICLONERANGE: [@off, @off + @len) of @src (@len 0: to its end) shared
- * into @dst at @dst_off, as btrfs_clone_files does.
+ * into @dst at @dst_off, as btrfs_clone_files does.  As in the kernel,
+ * the files are written back before the ranges are checked: a clone
+ * refused for its ranges has flushed already.
  */
 int tlog_clone_range(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 len,
 		     struct tlog_inode *dst, u64 dst_off);

@@ -2503,6 +2503,51 @@ Test(inode_ops, bug_ranged_writeback_leaves_a_later_nocow_piece_dirty)
 	tlog_bdev_close(c.bdev);
 }
 
+/*
+ * Seed 20261205 r-109: a clone the range checks refuse has already
+ * written its files back.  btrfs_remap_file_range_prep flushes the whole
+ * source and waits for the destination range before
+ * generic_remap_file_range_prep refuses overlapping, unaligned or
+ * out-of-file ranges (checked on 6.18 with FIEMAP: the source's data is
+ * no longer delalloc after each such EINVAL).  The destination range is
+ * the one the arguments give: a zero-length clone of an empty file
+ * waits for nothing past a non-zero offset, and for the whole file at
+ * offset 0, where the kernel's range end wraps.  Got: nothing flushed
+ * before a refusal, and the dirty data missing from the next commit.
+ */
+Test(inode_ops, bug_refused_clone_has_flushed_first)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *f, *g;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	f = create(&c, root, "f", S_IFREG | 0644, NULL);
+	g = create(&c, root, "g", S_IFREG | 0644, NULL);
+	/* onto itself, overlapping: refused, after the flush */
+	cr_assert_eq(tlog_write(c.mnt, f, 0, 8192, 0x11), 0);
+	cr_assert_gt(f->nr_dirty, 0);
+	cr_assert_eq(tlog_clone_range(c.mnt, f, 0, 0, f, 0), -EINVAL);
+	cr_assert_eq(f->nr_dirty, 0, "a refused clone left its source dirty");
+	/* unaligned: refused too, the source written back */
+	cr_assert_eq(tlog_write(c.mnt, f, 0, 8192, 0x22), 0);
+	cr_assert_eq(tlog_clone_range(c.mnt, f, 100, 4096, g, 0), -EINVAL);
+	cr_assert_eq(f->nr_dirty, 0);
+	/* an empty source at a non-zero offset: nothing to wait for */
+	cr_assert_eq(tlog_write(c.mnt, f, 0, 8192, 0x33), 0);
+	cr_assert_eq(tlog_clone_range(c.mnt, g, 0, 0, f, 4096), 0);
+	cr_assert_gt(f->nr_dirty, 0, "a zero-length range at 4096 flushed the destination");
+	/* ...at offset 0 the range wraps to the whole destination */
+	cr_assert_eq(tlog_clone_range(c.mnt, g, 0, 0, f, 0), 0);
+	cr_assert_eq(f->nr_dirty, 0, "the whole destination was not written back");
+	tlog_iput(c.mnt, g);
+	tlog_iput(c.mnt, f);
+	tlog_iput(c.mnt, root);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
 /* ---- 4. one policy for run and log replay ---- */
 
 static struct btrfs_inode_item item_of(struct ctx *c, u64 ino)
