@@ -1124,12 +1124,16 @@ static int check_ref_name_overrides(struct log_ctx *ctx, const struct tlog_inode
 	int ret;
 
 	/*
-	 * A new inode, and (as the 6.18 kernel does, seen on its logs) one
-	 * given a name by a rename or link in this transaction: the name
-	 * may be one another inode had at the last commit.
+	 * The kernel checks every name it copies from the leaves changed in
+	 * this transaction, whatever the inode's age ("btrfs: always detect
+	 * conflicting inodes when logging inode refs", in 6.18 and stable
+	 * from 6.1): a directory renamed within its parent - an exchange,
+	 * which leaves its last_unlink_trans alone - as much as a new inode
+	 * or a file given a name (seed 20261207 r-053).  An inode not
+	 * changed in this transaction has the names it had at the last
+	 * commit, which can be nobody else's then.
 	 */
-	if (inode->generation < ctx->trans->transid && !ctx->logging_conflicts &&
-	    inode->last_unlink_trans < ctx->trans->transid)
+	if (inode->last_trans < ctx->trans->transid)
 		return 0;
 	ret = btrfs_read_commit_root(ctx->trans->fs, inode->root->root_key.objectid, &committed);
 	if (ret == -ENOENT) {
