@@ -947,6 +947,7 @@ static int prepare_file(struct log_ctx *ctx, struct tlog_inode *inode, enum log_
 
 static int check_ref_name_overrides(struct log_ctx *ctx, const struct tlog_inode *inode);
 static int log_conflicting_inodes(struct log_ctx *ctx);
+static int log_new_dir_dentries(struct log_ctx *ctx, struct tlog_inode *start);
 
 static int btrfs_log_inode(struct log_ctx *ctx, struct tlog_inode *inode, enum log_mode mode)
 {
@@ -1170,6 +1171,27 @@ static int log_conflicting_inode(struct log_ctx *ctx, struct tlog_inode *inode)
 }
 
 /*
+ * The directory of a conflicting inode that is gone, in full.  As any
+ * full logging of a directory does in the kernel (log_new_delayed_dentries
+ * inside btrfs_log_inode), the inodes of its new entries are logged too:
+ * a symlink created after an earlier fsync of the directory would
+ * otherwise lose its only name at replay (seed 20261211 r-048).  The
+ * caller's own log_new_dentries is kept as it was.
+ */
+static int log_conflict_parent(struct log_ctx *ctx, struct tlog_inode *dir)
+{
+	const bool log_new_dentries = ctx->log_new_dentries;
+	int ret;
+
+	ctx->log_new_dentries = false;
+	ret = btrfs_log_inode(ctx, dir, LOG_INODE_ALL);
+	if (!ret && ctx->log_new_dentries)
+		ret = log_new_dir_dentries(ctx, dir);
+	ctx->log_new_dentries = log_new_dentries;
+	return ret;
+}
+
+/*
  * log_conflicting_inodes, by the outermost btrfs_log_inode only: each
  * queued inode as existing (its own names may queue more), or the old
  * directory of one that is gone, in full.
@@ -1194,7 +1216,7 @@ static int log_conflicting_inodes(struct log_ctx *ctx)
 				ret = force_commit(ctx, "the directory of a conflicting inode was removed");
 			}
 			if (!ret) {
-				ret = btrfs_log_inode(ctx, inode, LOG_INODE_ALL);
+				ret = log_conflict_parent(ctx, inode);
 				tlog_iput(ctx->mnt, inode);
 			}
 			continue;
