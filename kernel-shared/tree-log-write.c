@@ -1171,14 +1171,15 @@ static int log_conflicting_inode(struct log_ctx *ctx, struct tlog_inode *inode)
 }
 
 /*
- * The directory of a conflicting inode that is gone, in full.  As any
+ * A directory logged in full for another inode's sake (an old parent of
+ * it, or the old directory of a conflicting inode that is gone).  As any
  * full logging of a directory does in the kernel (log_new_delayed_dentries
  * inside btrfs_log_inode), the inodes of its new entries are logged too:
  * a symlink created after an earlier fsync of the directory would
  * otherwise lose its only name at replay (seed 20261211 r-048).  The
  * caller's own log_new_dentries is kept as it was.
  */
-static int log_conflict_parent(struct log_ctx *ctx, struct tlog_inode *dir)
+static int log_dir_in_full(struct log_ctx *ctx, struct tlog_inode *dir)
 {
 	const bool log_new_dentries = ctx->log_new_dentries;
 	int ret;
@@ -1216,7 +1217,7 @@ static int log_conflicting_inodes(struct log_ctx *ctx)
 				ret = force_commit(ctx, "the directory of a conflicting inode was removed");
 			}
 			if (!ret) {
-				ret = log_conflict_parent(ctx, inode);
+				ret = log_dir_in_full(ctx, inode);
 				tlog_iput(ctx->mnt, inode);
 			}
 			continue;
@@ -1437,12 +1438,8 @@ static int log_all_parents(struct log_ctx *ctx, struct tlog_inode *inode)
 		}
 		if (ret)
 			break;
-		if (need_log_inode(ctx, dir)) {
-			ctx->log_new_dentries = false;
-			ret = btrfs_log_inode(ctx, dir, LOG_INODE_ALL);
-			if (!ret && ctx->log_new_dentries)
-				ret = log_new_dir_dentries(ctx, dir);
-		}
+		if (need_log_inode(ctx, dir))
+			ret = log_dir_in_full(ctx, dir);
 		tlog_iput(ctx->mnt, dir);
 	}
 	free(names);
