@@ -1583,17 +1583,18 @@ static u64 ordered_range_end(u64 start, u64 len)
 static int flush_clone_ranges(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 len,
 			      struct tlog_inode *dst, u64 dst_off)
 {
-	u64 start = sector_down(mnt, dst_off), wb_len;
+	u64 start = sector_down(mnt, dst_off), wb_len, end;
 	int err = tlog_mount_trans(mnt, &mnt->trans);
 
 	if (len)
 		wb_len = sector_up(mnt, len);
 	else
 		wb_len = sector_up(mnt, i_size(src)) - sector_down(mnt, off);
+	end = ordered_range_end(start, wb_len);
 	if (!err)
 		err = tlog_writeback_inode(mnt, src);
-	if (!err && ordered_range_end(start, wb_len) > start)
-		err = tlog_writeback_range(mnt, dst, start, ordered_range_end(start, wb_len));
+	if (!err && end > start)
+		err = tlog_writeback_range(mnt, dst, start, end);
 	return err;
 }
 
