@@ -425,16 +425,25 @@ Test(decode_extent, unknown_or_cut_inline_refs_refused)
 	cr_assert(strstr(tlog_error_get(), "cut off") != NULL, "%s", tlog_error_get());
 }
 
+/*
+ * A skinny tree block extent with refs @nr and room for @nr inline refs
+ * of the simple kind (type and offset), which the caller fills in.
+ */
+static struct btrfs_extent_inline_ref *add_tree_block_refs(int nr)
+{
+	u32 size = sizeof(struct btrfs_extent_item) + nr * sizeof(struct btrfs_extent_inline_ref);
+	u8 *p = add(BLOCK, BTRFS_METADATA_ITEM_KEY, 0, size);
+
+	btrfs_set_extent_item_refs((void *)p, nr);
+	btrfs_set_extent_item_flags((void *)p, BTRFS_EXTENT_FLAG_TREE_BLOCK);
+	return (void *)(p + sizeof(struct btrfs_extent_item));
+}
+
 Test(decode_extent, inline_refs_out_of_order_refused)
 {
-	u32 size = sizeof(struct btrfs_extent_item) + 2 * sizeof(struct btrfs_extent_inline_ref);
-	u8 *p = add(BLOCK, BTRFS_METADATA_ITEM_KEY, 0, size);
-	struct btrfs_extent_inline_ref *iref;
+	struct btrfs_extent_inline_ref *iref = add_tree_block_refs(2);
 	struct tlog_extent_item ei;
 
-	btrfs_set_extent_item_refs((void *)p, 2);
-	btrfs_set_extent_item_flags((void *)p, BTRFS_EXTENT_FLAG_TREE_BLOCK);
-	iref = (void *)(p + sizeof(struct btrfs_extent_item));
 	btrfs_set_extent_inline_ref_type(iref, BTRFS_SHARED_BLOCK_REF_KEY);
 	btrfs_set_extent_inline_ref_offset(iref, BLOCK);
 	btrfs_set_extent_inline_ref_type(iref + 1, BTRFS_TREE_BLOCK_REF_KEY);
@@ -451,13 +460,9 @@ Test(decode_extent, inline_refs_out_of_order_refused)
 
 Test(decode_extent, inline_refs_of_one_type_in_ascending_order_refused)
 {
-	u32 size = sizeof(struct btrfs_extent_item) + 2 * sizeof(struct btrfs_extent_inline_ref);
-	u8 *p = add(BLOCK, BTRFS_METADATA_ITEM_KEY, 0, size);
-	struct btrfs_extent_inline_ref *iref = (void *)(p + sizeof(struct btrfs_extent_item));
+	struct btrfs_extent_inline_ref *iref = add_tree_block_refs(2);
 	struct tlog_extent_item ei;
 
-	btrfs_set_extent_item_refs((void *)p, 2);
-	btrfs_set_extent_item_flags((void *)p, BTRFS_EXTENT_FLAG_TREE_BLOCK);
 	btrfs_set_extent_inline_ref_type(iref, BTRFS_TREE_BLOCK_REF_KEY);
 	btrfs_set_extent_inline_ref_offset(iref, 256);
 	btrfs_set_extent_inline_ref_type(iref + 1, BTRFS_TREE_BLOCK_REF_KEY);
@@ -476,13 +481,9 @@ Test(decode_extent, inline_refs_of_one_type_in_ascending_order_refused)
  */
 Test(decode_extent, every_pair_of_many_inline_refs_is_judged)
 {
-	u32 size = sizeof(struct btrfs_extent_item) + 4 * sizeof(struct btrfs_extent_inline_ref);
-	u8 *p = add(BLOCK, BTRFS_METADATA_ITEM_KEY, 0, size);
-	struct btrfs_extent_inline_ref *iref = (void *)(p + sizeof(struct btrfs_extent_item));
+	struct btrfs_extent_inline_ref *iref = add_tree_block_refs(4);
 	struct tlog_extent_item ei;
 
-	btrfs_set_extent_item_refs((void *)p, 4);
-	btrfs_set_extent_item_flags((void *)p, BTRFS_EXTENT_FLAG_TREE_BLOCK);
 	for (int i = 0; i < 4; i++) {
 		btrfs_set_extent_inline_ref_type(iref + i, BTRFS_TREE_BLOCK_REF_KEY);
 		btrfs_set_extent_inline_ref_offset(iref + i, 400 - i);
