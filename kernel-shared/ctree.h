@@ -36,8 +36,11 @@ struct extent_buffer {
 	u8 block[];
 };
 
-/* Read-ahead runs remembered: a window's children lie in a few runs, mostly one. */
-#define EB_HINTED_RUNS	16
+/*
+ * Read-ahead runs remembered: a window's children lie in a few runs, mostly
+ * one; a FIEMAP walk has the windows of two trees and their next ones out.
+ */
+#define EB_HINTED_RUNS	64
 
 struct eb_cache {
 	struct extent_buffer **hash;

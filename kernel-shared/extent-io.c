@@ -388,11 +388,18 @@ static void note_hinted_run(struct eb_cache *cache, u64 start, u64 end)
 	cache->hinted_next = (cache->hinted_next + 1) % EB_HINTED_RUNS;
 }
 
+/*
+ * Whether @physical lies in a run read-ahead asked for lately.  Newest
+ * first: a walk mostly touches what it asked for last.
+ */
 static bool in_hinted_run(const struct eb_cache *cache, u64 physical)
 {
-	for (int i = 0; i < EB_HINTED_RUNS; i++)
+	for (unsigned int n = 1; n <= EB_HINTED_RUNS; n++) {
+		unsigned int i = (cache->hinted_next + EB_HINTED_RUNS - n) % EB_HINTED_RUNS;
+
 		if (physical >= cache->hinted[i].start && physical < cache->hinted[i].end)
 			return true;
+	}
 	return false;
 }
 
@@ -573,6 +580,15 @@ int btrfs_prefetch_children(struct tlog_fs *fs, const struct extent_buffer *node
 		if (eb_cache_lookup(&fs->cache, bytenr))
 			continue;
 		if (btrfs_map_block(fs, bytenr, fs->nodesize, &phys, 1) != 1)
+			continue;
+		/*
+		 * In place nothing is read here, so the cache does not say
+		 * what was asked for already: the windows a walk hints ahead
+		 * would each be asked for again when it reaches them, and a
+		 * next node's first window again on entering it.  Once is
+		 * enough; a block in a run asked for lately is on its way.
+		 */
+		if (fs->in_place && in_hinted_run(&fs->cache, phys))
 			continue;
 		blocks[nr].physical = phys;
 		blocks[nr].bytenr = bytenr;
