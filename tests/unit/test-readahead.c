@@ -299,15 +299,35 @@ static void add_file(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
  */
 static u32 image_nodesize;	/* 0: memfs's default */
 
+/* A new image of image_nodesize and a transaction on it, for the files of a test. */
+static struct tlog_trans *image_begin(struct tlog_bdev **mem, struct btrfs_root **root)
+{
+	struct tlog_fs *fs;
+	struct tlog_trans *trans;
+
+	*mem = memfs_make_nodesize(image_nodesize);
+	fs = memfs_open(*mem, 0, 0);
+	*root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
+	cr_assert_eq(tlog_trans_start(fs, &trans), 0, "%s", tlog_error_get());
+	return trans;
+}
+
+/* Commit what image_begin() started and close the filesystem: the image is in @mem. */
+static void image_end(struct tlog_trans *trans)
+{
+	struct tlog_fs *fs = trans->fs;
+
+	cr_assert_eq(tlog_trans_commit(trans), 0, "commit: %s", tlog_error_get());
+	tlog_close(fs);
+}
+
 static struct tlog_bdev *make_image(void)
 {
-	struct tlog_bdev *mem = memfs_make_nodesize(image_nodesize);
-	struct tlog_fs *fs = memfs_open(mem, 0, 0);
-	struct btrfs_root *root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
-	struct tlog_trans *trans;
+	struct tlog_bdev *mem;
+	struct btrfs_root *root;
+	struct tlog_trans *trans = image_begin(&mem, &root);
 	u64 bytenr;
 
-	cr_assert_eq(tlog_trans_start(fs, &trans), 0, "%s", tlog_error_get());
 	cr_assert_eq(memfs_write_extent(trans, root, FIRST_INO, 0, 4096, 7, &bytenr), 0, "%s",
 		     tlog_error_get());
 	for (u64 ino = FIRST_INO; ino <= LAST_INO; ino++) {
@@ -318,8 +338,7 @@ static struct tlog_bdev *make_image(void)
 		else
 			add_file(trans, root, ino, 2, SMALL_SIZE, bytenr, from);
 	}
-	cr_assert_eq(tlog_trans_commit(trans), 0, "commit: %s", tlog_error_get());
-	tlog_close(fs);
+	image_end(trans);
 	return mem;
 }
 
@@ -753,15 +772,14 @@ Test(readahead, walk_in_place_has_each_next_node_hinted_ahead)
  * answers walk the extent tree beside the file's items.
  */
 #define OWN_INO		257
+
 static struct tlog_bdev *make_image_own_extents(u64 nr)
 {
-	struct tlog_bdev *mem = memfs_make_nodesize(image_nodesize);
-	struct tlog_fs *fs = memfs_open(mem, 0, 0);
-	struct btrfs_root *root = memfs_root(fs, BTRFS_FS_TREE_OBJECTID);
-	struct tlog_trans *trans;
+	struct tlog_bdev *mem;
+	struct btrfs_root *root;
+	struct tlog_trans *trans = image_begin(&mem, &root);
 	u64 bytenr;
 
-	cr_assert_eq(tlog_trans_start(fs, &trans), 0, "%s", tlog_error_get());
 	cr_assert_eq(memfs_create_inode(trans, root, OWN_INO, nr * 8192, nr * 4096), 0, "%s",
 		     tlog_error_get());
 	for (u64 i = 0; i < nr; i++) {
@@ -770,8 +788,7 @@ static struct tlog_bdev *make_image_own_extents(u64 nr)
 		cr_assert_eq(memfs_insert_file_extent(trans, root, OWN_INO, i * 8192, bytenr, 4096,
 						      0, 4096), 0, "%s", tlog_error_get());
 	}
-	cr_assert_eq(tlog_trans_commit(trans), 0, "commit: %s", tlog_error_get());
-	tlog_close(fs);
+	image_end(trans);
 	return mem;
 }
 
