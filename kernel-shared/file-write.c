@@ -1598,6 +1598,23 @@ static int flush_clone_ranges(struct tlog_mount *mnt, struct tlog_inode *src, u6
 	return err;
 }
 
+/*
+ * btrfs_clone_files: a clone past the destination's EOF grows it first,
+ * and the block at the old EOF, zeroed past it, is written back and
+ * waited for before the extents are cloned - the kernel must not clone
+ * next to an extent that writeback is still replacing.  So that block
+ * is on disk in this transaction, not left dirty for a later flush.
+ */
+static int clone_expand(struct tlog_mount *mnt, struct tlog_inode *dst, u64 dst_off)
+{
+	u64 old = i_size(dst);
+	int err = cont_expand(mnt, dst, old, dst_off);
+
+	if (!err)
+		err = tlog_writeback_range(mnt, dst, sector_down(mnt, old), dst_off);
+	return err;
+}
+
 /* generic_remap_checks: the clone's other refusals. */
 static int check_clone(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u64 *len,
 		       struct tlog_inode *dst, u64 dst_off, u64 *alen)
@@ -1641,7 +1658,7 @@ int tlog_clone_range(struct tlog_mount *mnt, struct tlog_inode *src, u64 off, u6
 	/* the destination's page cache over the range is replaced */
 	err = dirty_cut(dst, dst_off, dst_off + alen);
 	if (!err && dst_off > i_size(dst))
-		err = cont_expand(mnt, dst, i_size(dst), dst_off);
+		err = clone_expand(mnt, dst, dst_off);
 	if (!err)
 		err = clone_extents(mnt, src, off, alen, dst, dst_off);
 	if (err)

@@ -2548,6 +2548,50 @@ Test(inode_ops, bug_refused_clone_has_flushed_first)
 	tlog_bdev_close(c.bdev);
 }
 
+/*
+ * Seed 20261212 r-120: btrfs_clone_files grows a destination that the
+ * clone starts past the EOF of, zeroing the block at the old EOF past it,
+ * and then writes that block back and waits for it before it clones -
+ * so a hole there is a data block in this transaction, and in a commit
+ * that comes before the file is flushed.  Got: the block left dirty, and
+ * the commit (and the power cut after it) without it.
+ */
+Test(inode_ops, bug_clone_past_eof_writes_back_eof_block)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *f, *g;
+	struct tlog_file_extent v[8];
+	size_t n, i;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	f = create(&c, root, "f", S_IFREG | 0644, NULL);
+	g = create(&c, root, "g", S_IFREG | 0644, NULL);
+	cr_assert_eq(tlog_truncate(c.mnt, f, 5000), 0);	/* a hole to an unaligned EOF */
+	cr_assert_eq(tlog_write(c.mnt, g, 0, 4096, 0x22), 0);
+	cr_assert_eq(tlog_commit(c.mnt), 0, "%s", tlog_error_get());
+	cr_assert_eq(f->nr_dirty, 0);
+	cr_assert_eq(tlog_clone_range(c.mnt, g, 0, 4096, f, 16384), 0, "%s", tlog_error_get());
+	cr_assert_eq(f->nr_dirty, 0, "the block at the old EOF was left dirty");
+	cr_assert_eq(tlog_commit(c.mnt), 0, "%s", tlog_error_get());
+	n = extents_of(&c, f->ino, v, 8);
+	for (i = 0; i < n && !(v[i].start == 4096 && tlog_extent_is_data(&v[i])); i++)
+		;
+	cr_assert_lt(i, n, "no data extent at 4096 in the commit (%zu items)", n);
+	cr_assert_eq(v[i].end, 8192);
+	/* the clone itself: [16384, 20480) shares g's extent */
+	for (i = 0; i < n && !(v[i].start == 16384 && tlog_extent_is_data(&v[i])); i++)
+		;
+	cr_assert_lt(i, n, "the cloned extent is missing");
+	cr_assert_eq(btrfs_inode_item_size(&f->item), 20480);
+	tlog_iput(c.mnt, g);
+	tlog_iput(c.mnt, f);
+	tlog_iput(c.mnt, root);
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
 /* ---- 4. one policy for run and log replay ---- */
 
 static struct btrfs_inode_item item_of(struct ctx *c, u64 ino)
