@@ -1191,19 +1191,30 @@ int tlog_unlink_inode(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlo
 	return err;
 }
 
+/* The name and one link; a directory has one (btrfs counts no subdirectories). */
+static int unlink_one(struct tlog_mount *mnt, struct tlog_inode *dir, struct tlog_inode *inode,
+		      const char *name, u16 len)
+{
+	if (is_dir(inode))
+		btrfs_set_inode_item_nlink(&inode->item, 1);
+	return tlog_unlink_inode(mnt, dir, inode, name, len);
+}
+
+/* An inode whose last link went is evicted with the system call's last reference. */
+static int evict_if_unlinked(struct tlog_mount *mnt, struct tlog_inode *inode)
+{
+	if (btrfs_inode_item_nlink(&inode->item))
+		return 0;
+	return tlog_evict_inode(mnt, inode);
+}
+
 /* unlink(2) and rmdir(2) past their checks: the name, one link, and the inode with the last. */
 static int unlink_and_evict(struct tlog_mount *mnt, struct tlog_inode *dir,
 			    struct tlog_inode *inode, const char *name, u16 len)
 {
-	int err;
+	int err = unlink_one(mnt, dir, inode, name, len);
 
-	/* a directory has one link (btrfs counts no subdirectories), gone with its name */
-	if (is_dir(inode))
-		btrfs_set_inode_item_nlink(&inode->item, 1);
-	err = tlog_unlink_inode(mnt, dir, inode, name, len);
-	if (err || btrfs_inode_item_nlink(&inode->item))
-		return err;
-	return tlog_evict_inode(mnt, inode);
+	return err ? err : evict_if_unlinked(mnt, inode);
 }
 
 /* ---- create ---- */
@@ -1691,11 +1702,19 @@ int tlog_rename(struct tlog_mount *mnt, struct tlog_inode *odir, const char *ona
 	if (!err)
 		err = touch_renamed(mnt, old);
 	if (!err && new)
-		err = unlink_and_evict(mnt, ndir, new, nname, nlen);
+		err = unlink_one(mnt, ndir, new, nname, nlen);
 	if (!err)
 		err = tlog_add_link(mnt, ndir, old, nname, nlen, index, true);
 	if (!err)
 		log_new_name(mnt, old, odir, oname, olen, oidx);
+	/*
+	 * The replaced inode lives on, unlinked, until rename(2) drops its
+	 * dentry: the new name's logging above still finds it (the name it
+	 * lost is the renamed inode's now, a conflict) and logs it as
+	 * existing; its eviction comes after.
+	 */
+	if (!err && new)
+		err = evict_if_unlinked(mnt, new);
 out:
 	tlog_iput(mnt, old);
 	tlog_iput(mnt, new);

@@ -44,6 +44,8 @@
 #include "mem-fs.h"
 #include "print-tree.h"
 #include "tree-checker.h"
+#include "root-tree.h"
+#include "tree-log.h"
 
 #define ROOT_INO	BTRFS_FIRST_FREE_OBJECTID
 #define MAX_INODES	160
@@ -2818,6 +2820,62 @@ Test(inode_ops, link_and_unlink_outside_replay_touch_the_directory)
 	cr_assert_eq(sec_of(&d.mtime), 3000);
 	cr_assert_eq(sec_of(&d.ctime), 3000);
 	(void)root;
+	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+/* Whether the subvolume's log has an inode item of @ino. */
+static bool logs_inode(struct ctx *c, u64 ino)
+{
+	struct tlog_log_cursor cur;
+	struct btrfs_root *log;	/* the filesystem's */
+	bool found = false;
+
+	cr_assert_eq(btrfs_read_log_root(c->fs, BTRFS_FS_TREE_OBJECTID, &log), 0, "%s",
+		     tlog_error_get());
+	tlog_log_for_each_item(log, &cur)
+		found |= cur.inode.ino == ino && cur.inode.has_inode_item;
+	cr_assert_geq(cur.iter.ret, 0);
+	tlog_log_cursor_end(&cur);
+	return found;
+}
+
+/*
+ * rename(2) over a file: the replaced inode lives, unlinked, until the
+ * call drops its dentry, so the new name's logging (btrfs_log_new_name:
+ * the renamed file was logged in this transaction) still finds it - the
+ * name it lost is a conflict - and logs it as existing; its eviction
+ * comes after (scenario 007, E17a: the kernel's log has both inodes).
+ * It used to be evicted first, and the log had the renamed inode alone.
+ */
+Test(inode_ops, rename_over_logs_the_replaced_inode)
+{
+	struct ctx c = { .seed = 0 };
+	struct tlog_inode *root, *a, *b, *gone;
+	u64 inodes = 0, subvols = 0, b_ino;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	a = create(&c, root, "a", S_IFREG | 0644, NULL);
+	b = create(&c, root, "b", S_IFREG | 0644, NULL);
+	b_ino = b->ino;
+	cr_assert_eq(tlog_write(c.mnt, a, 0, 100, 0x61), 0);
+	cr_assert_eq(tlog_write(c.mnt, b, 0, 200, 0x62), 0);
+	tlog_iput(c.mnt, b);
+	cr_assert_eq(tlog_sync(c.mnt), 0, "%s", tlog_error_get());
+	cr_assert_eq(tlog_write(c.mnt, a, 100, 1, 0x0a), 0);
+	cr_assert_eq(tlog_fsync(c.mnt, a, false), 0, "%s", tlog_error_get());
+	cr_assert_eq(tlog_rename(c.mnt, root, "a", 1, root, "b", 1, 0), 0, "%s", tlog_error_get());
+	cr_assert_eq(tlog_fsync(c.mnt, a, false), 0, "%s", tlog_error_get());
+	/* the directory, the renamed file and the one it replaced */
+	cr_assert_eq(btrfs_count_logged_inodes(c.fs, &inodes, &subvols), 0, "%s", tlog_error_get());
+	cr_assert_eq(inodes, 3, "%llu inodes in the log", (unsigned long long)inodes);
+	cr_assert(logs_inode(&c, b_ino), "the replaced inode is not in the log");
+	cr_assert_eq(tlog_iget(c.mnt, c.root, b_ino, &gone), -ENOENT, "the replaced inode lives on");
+	tlog_error_clear();
+	tlog_iput(c.mnt, a);
+	tlog_iput(c.mnt, root);
 	ctx_close(&c);
 	tlog_bdev_close(c.bdev);
 }
