@@ -243,3 +243,109 @@ int btrfs_drop_file_extents(struct tlog_trans *trans, struct btrfs_root *root, u
 	}
 	return ret > 0 ? 0 : ret;
 }
+
+/* ---- writing into preallocated space ---- */
+
+/*
+ * Whether @n, the item next to the written range on one side, is a
+ * regular piece of the same extent mapped contiguously with it (the
+ * same extent offset origin), so that the written range and @n become
+ * one item, as btrfs_mark_extent_written merges them.
+ */
+static bool merges_with(const struct found_extent *n, const struct found_extent *p)
+{
+	return n->ext.type == BTRFS_FILE_EXTENT_REG && !n->ext.compression &&
+	       !btrfs_file_extent_item_encryption(&n->fi) &&
+	       !btrfs_file_extent_item_other_encoding(&n->fi) &&
+	       n->ext.disk_bytenr == p->ext.disk_bytenr && ref_offset(n) == ref_offset(p);
+}
+
+/* The extent item of @ino covering @pos exactly from its start (1: none). */
+static int extent_starting_at(struct btrfs_root *root, u64 ino, u64 pos, struct found_extent *fe)
+{
+	int ret = next_extent(root, ino, pos, pos + 1, fe);
+
+	return ret ? ret : fe->key.offset == pos ? 0 : 1;
+}
+
+/* The extent item of @ino ending exactly at @pos (1: none). */
+static int extent_ending_at(struct btrfs_root *root, u64 ino, u64 pos, struct found_extent *fe)
+{
+	int ret = pos ? next_extent(root, ino, pos - 1, pos, fe) : 1;
+
+	return ret ? ret : fe->ext.end == pos && fe->key.offset < pos ? 0 : 1;
+}
+
+/* A piece [start, end) of the item @p, of @type, stamped with this transaction. */
+static int insert_piece(struct tlog_trans *trans, struct btrfs_root *root,
+			const struct found_extent *p, u8 type, u64 start, u64 end)
+{
+	struct btrfs_file_extent_item fi = p->fi;
+	struct btrfs_key key = { p->key.objectid, BTRFS_EXTENT_DATA_KEY, start };
+
+	btrfs_set_file_extent_item_type(&fi, type);
+	btrfs_set_file_extent_item_generation(&fi, trans->transid);
+	btrfs_set_file_extent_item_offset(&fi, start - ref_offset(p));
+	btrfs_set_file_extent_item_num_bytes(&fi, end - start);
+	return btrfs_insert_item(trans, root, &key, &fi, sizeof(fi));
+}
+
+int btrfs_mark_extent_written(struct tlog_trans *trans, struct btrfs_root *root, u64 ino,
+			      u64 start, u64 end)
+{
+	struct found_extent p, prev, next;
+	u64 lo = start, hi = end;
+	int items = 1, pieces = 1, ret;
+
+	ret = next_extent(root, ino, start, end, &p);
+	if (ret == 0 && (p.ext.type != BTRFS_FILE_EXTENT_PREALLOC || p.key.offset > start ||
+			 p.ext.end < end))
+		ret = 1;
+	if (ret)
+		return ret < 0 ? ret : tlog_error(-EUCLEAN, "inode %llu: no preallocated extent "
+						  "covers [%llu, %llu)", (unsigned long long)ino,
+						  (unsigned long long)start, (unsigned long long)end);
+	/* a regular neighbour of the same extent takes the written range in */
+	if (start == p.key.offset) {
+		ret = extent_ending_at(root, ino, start, &prev);
+		if (ret < 0)
+			return ret;
+		if (ret == 0 && merges_with(&prev, &p)) {
+			lo = prev.key.offset;
+			items++;
+		}
+	}
+	if (end == p.ext.end) {
+		ret = extent_starting_at(root, ino, end, &next);
+		if (ret < 0)
+			return ret;
+		if (ret == 0 && merges_with(&next, &p)) {
+			hi = next.ext.end;
+			items++;
+		}
+	}
+	/* the merged neighbours and the prealloc item go, the pieces come */
+	ret = btrfs_delete_item(trans, root, &p.key);
+	if (!ret && lo < start)
+		ret = btrfs_delete_item(trans, root, &prev.key);
+	if (!ret && hi > end)
+		ret = btrfs_delete_item(trans, root, &next.key);
+	if (!ret && p.key.offset < start) {
+		ret = insert_piece(trans, root, &p, BTRFS_FILE_EXTENT_PREALLOC, p.key.offset, start);
+		pieces++;
+	}
+	if (!ret)
+		ret = insert_piece(trans, root, &p, BTRFS_FILE_EXTENT_REG, lo, hi);
+	if (!ret && end < p.ext.end) {
+		ret = insert_piece(trans, root, &p, BTRFS_FILE_EXTENT_PREALLOC, end, p.ext.end);
+		pieces++;
+	}
+	/* one reference per item of the extent: the count follows the items */
+	for (; !ret && pieces > items; pieces--)
+		ret = btrfs_add_data_ref(trans, p.ext.disk_bytenr, p.ext.disk_num_bytes,
+					 root->root_key.objectid, ino, ref_offset(&p));
+	for (; !ret && items > pieces; items--)
+		ret = btrfs_free_data_extent(trans, p.ext.disk_bytenr, p.ext.disk_num_bytes,
+					     root->root_key.objectid, ino, ref_offset(&p));
+	return ret;
+}

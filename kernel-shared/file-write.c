@@ -511,24 +511,12 @@ static int nocow_range(struct tlog_mount *mnt, struct tlog_inode *inode,
 		       const struct tlog_file_extent *e, u64 start, u64 end)
 {
 	u64 disk = e->disk_bytenr + e->offset + (start - e->start);
-	u64 ref_off = e->start - e->offset;
 	int err;
 
 	err = write_range_data(mnt, inode, start, end, disk);
 	if (err || e->type != BTRFS_FILE_EXTENT_PREALLOC)
 		return err;
-	/* the new item's reference first: dropping the range may drop the extent's last */
-	err = btrfs_add_data_ref(mnt->trans, e->disk_bytenr, e->disk_num_bytes,
-				 inode->root->root_key.objectid, inode->ino, ref_off);
-	if (!err)
-		err = tlog_drop_extents(mnt, inode, start, end);
-	if (!err)
-		err = insert_file_extent(mnt, inode, start, BTRFS_FILE_EXTENT_REG, e->disk_bytenr,
-					 e->disk_num_bytes, e->offset + (start - e->start),
-					 end - start, e->ram_bytes);
-	if (!err)
-		tlog_inode_add_bytes(inode, (s64)(end - start));
-	return err;
+	return btrfs_mark_extent_written(mnt->trans, inode->root, inode->ino, start, end);
 }
 
 /*

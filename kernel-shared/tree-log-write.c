@@ -545,6 +545,72 @@ static int log_one_extent(struct log_ctx *ctx, const struct tlog_inode *inode,
 }
 
 /*
+ * log_one_extent of an extent map narrower than the item in @leaf's
+ * @slot: the kernel logs what the map covers, [start, end), and the item
+ * may cover more - data written into preallocated space merges with the
+ * regular item of the same extent next to it (btrfs_mark_extent_written),
+ * which was logged, if at all, by an earlier fsync.
+ */
+static int log_extent_part(struct log_ctx *ctx, const struct tlog_inode *inode,
+			   const struct extent_buffer *leaf, int slot,
+			   const struct tlog_file_extent *ext, u64 start, u64 end)
+{
+	struct btrfs_key key = { inode->ino, BTRFS_EXTENT_DATA_KEY, start };
+	struct btrfs_file_extent_item fi;
+	struct tlog_file_extent part = *ext;
+	int ret = 0;
+
+	memcpy(&fi, btrfs_item_ptr(leaf, slot), sizeof(fi));
+	part.offset += start - ext->start;
+	part.num_bytes = end - start;
+	part.start = start;
+	part.end = end;
+	btrfs_set_file_extent_item_offset(&fi, part.offset);
+	btrfs_set_file_extent_item_num_bytes(&fi, part.num_bytes);
+	if (may_be_in_log(ctx))
+		ret = drop_log_extents(ctx, inode, start, end);
+	if (!ret)
+		ret = log_extent_csums(ctx, inode, &part);
+	if (ret)
+		return ret;
+	ctx->mnt->stats.log_searches++;
+	ret = btrfs_insert_item(ctx->trans, ctx->log, &key, &fi, sizeof(fi));
+	if (!ret)
+		ctx->mnt->stats.items_copied++;
+	return ret;
+}
+
+/*
+ * The item's extent, as the maps the runs recorded cover it: whole when
+ * one run covers it (the common case, copied as it is), else each part
+ * a run covers.
+ */
+static int log_extent_maps(struct log_ctx *ctx, const struct tlog_inode *inode,
+			   const struct extent_buffer *leaf, int slot,
+			   const struct tlog_file_extent *ext)
+{
+	const struct tlog_dirty_run *runs = inode->modified;
+	u64 pos = ext->start;
+	int ret = 0;
+
+	for (size_t i = 0; i < inode->nr_modified && runs[i].start < ext->end; i++)
+		if (runs[i].start <= ext->start && runs[i].end >= ext->end)
+			return log_one_extent(ctx, inode, leaf, slot, ext);
+	if (ext->type == BTRFS_FILE_EXTENT_INLINE || ext->compression)
+		return log_one_extent(ctx, inode, leaf, slot, ext);
+	for (size_t i = 0; !ret && i < inode->nr_modified && runs[i].start < ext->end; i++) {
+		u64 lo = runs[i].start > pos ? runs[i].start : pos;
+		u64 hi = runs[i].end < ext->end ? runs[i].end : ext->end;
+
+		if (hi <= lo)
+			continue;
+		ret = log_extent_part(ctx, inode, leaf, slot, ext, lo, hi);
+		pos = hi;
+	}
+	return ret;
+}
+
+/*
  * The hole extent maps of growing writes under NO_HOLES have no items:
  * the parts of @run no extent covers are logged as hole items.
  */
@@ -616,7 +682,7 @@ static int log_changed_extents(struct log_ctx *ctx, struct tlog_inode *inode)
 			continue;
 		if (ext.type == BTRFS_FILE_EXTENT_PREALLOC && ext.start >= i_size(inode))
 			continue;
-		ret = log_one_extent(ctx, inode, iter.leaf, iter.slot, &ext);
+		ret = log_extent_maps(ctx, inode, iter.leaf, iter.slot, &ext);
 		if (ret)
 			break;
 	}

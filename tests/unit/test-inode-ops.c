@@ -36,6 +36,7 @@
 
 #include "csum.h"
 #include "block-group.h"
+#include "check.h"
 #include "dir-item.h"
 #include "errctx.h"
 #include "file.h"
@@ -2877,5 +2878,88 @@ Test(inode_ops, rename_over_logs_the_replaced_inode)
 	tlog_iput(c.mnt, a);
 	tlog_iput(c.mnt, root);
 	ctx_close(&c);
+	tlog_bdev_close(c.bdev);
+}
+
+/* ---- writing into preallocated space ---- */
+
+struct want_extent {
+	u64 start, end;
+	u8 type;
+	bool new;		/* stamped by the last commit */
+};
+
+/* The items of @ino are exactly @want; the new ones carry generation @gen. */
+static void assert_extents(struct ctx *c, u64 ino, const struct want_extent *want, size_t nr,
+			   u64 gen, const char *where)
+{
+	struct tlog_file_extent v[16];
+	size_t n = extents_of(c, ino, v, 16);
+
+	for (size_t i = 0; i < n; i++)
+		cr_log_info("%s: [%llu, %llu) type %u generation %llu", where,
+			    (unsigned long long)v[i].start, (unsigned long long)v[i].end, v[i].type,
+			    (unsigned long long)v[i].generation);
+	cr_assert_eq(n, nr, "%s: %zu items, expected %zu", where, n, nr);
+	for (size_t i = 0; i < nr; i++) {
+		cr_assert_eq(v[i].start, want[i].start, "%s: item %zu", where, i);
+		cr_assert_eq(v[i].end, want[i].end, "%s: item %zu", where, i);
+		cr_assert_eq(v[i].type, want[i].type, "%s: item %zu", where, i);
+		if (want[i].new)
+			cr_assert_eq(v[i].generation, gen, "%s: item %zu not stamped", where, i);
+		else
+			cr_assert_lt(v[i].generation, gen, "%s: item %zu stamped", where, i);
+	}
+}
+
+/*
+ * Data written into preallocated space (btrfs_mark_extent_written): the
+ * written range becomes a regular item, what is left on either side
+ * stays preallocated, and all of them carry the writing transaction's
+ * generation, as the kernel leaves them (scenario 056: the kernel's log
+ * of the next fsync has the preallocated pieces, which a fast fsync
+ * only logs when they are new).  A regular item of the same extent right
+ * next to the written range merges with it; the extent's references
+ * follow the items, and the image checks clean.
+ */
+Test(inode_ops, write_into_prealloc_stamps_the_pieces_and_merges)
+{
+	const u8 R = BTRFS_FILE_EXTENT_REG, P = BTRFS_FILE_EXTENT_PREALLOC;
+	const struct want_extent split[] = {
+		{ 0, 4096, R, true }, { 4096, 204800, P, true }, { 204800, 208896, R, true },
+		{ 208896, 262144, P, true }, { 262144, 1310720, P, false },
+	};
+	const struct want_extent merged[] = {
+		{ 0, 8192, R, true }, { 8192, 200704, P, true }, { 200704, 208896, R, true },
+		{ 208896, 262144, P, false }, { 262144, 1310720, P, false },
+	};
+	struct ctx c = { .seed = 0 };
+	struct tlog_check_opts opts = { .threads = 1 };
+	struct tlog_check_stats stats;
+	struct tlog_inode *root, *f;
+	u64 ino;
+
+	c.bdev = memfs_make();
+	ctx_open(&c);
+	root = lib_iget(&c, ROOT_INO);
+	f = create(&c, root, "f", S_IFREG | 0644, NULL);
+	ino = f->ino;
+	cr_assert_eq(tlog_fallocate(c.mnt, f, 0, 0, 262144), 0, "%s", tlog_error_get());
+	cr_assert_eq(tlog_fallocate(c.mnt, f, TLOG_FALLOC_KEEP_SIZE, 262144, 1048576), 0);
+	cr_assert_eq(tlog_sync(c.mnt), 0, "%s", tlog_error_get());
+	cr_assert_eq(tlog_write(c.mnt, f, 0, 4096, 0x61), 0);
+	cr_assert_eq(tlog_write(c.mnt, f, 204800, 4096, 0x62), 0);
+	cr_assert_eq(tlog_sync(c.mnt), 0, "%s", tlog_error_get());
+	assert_extents(&c, ino, split, 5, btrfs_super_block_generation(&c.fs->super), "split");
+	/* next to a regular piece of the same extent: one item */
+	cr_assert_eq(tlog_write(c.mnt, f, 4096, 4096, 0x63), 0);
+	cr_assert_eq(tlog_write(c.mnt, f, 200704, 4096, 0x64), 0);
+	cr_assert_eq(tlog_sync(c.mnt), 0, "%s", tlog_error_get());
+	assert_extents(&c, ino, merged, 5, btrfs_super_block_generation(&c.fs->super), "merged");
+	tlog_iput(c.mnt, f);
+	tlog_iput(c.mnt, root);
+	ctx_close(&c);
+	cr_assert_eq(tlog_check_image(c.bdev, &opts, &stats), 0, "%s", tlog_error_get());
+	cr_assert_eq(stats.problems, 0, "the image does not check clean");
 	tlog_bdev_close(c.bdev);
 }
