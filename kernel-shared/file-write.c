@@ -916,7 +916,7 @@ int tlog_writeback_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 s
  */
 static int cont_expand(struct tlog_mount *mnt, struct tlog_inode *inode, u64 old, u64 size)
 {
-	u64 hole_start = sector_up(mnt, old), block_end = sector_up(mnt, size);
+	u64 hole_start = sector_up(mnt, old), block_end = sector_up(mnt, size), pos = hole_start;
 	struct tlog_file_extent *v;
 	size_t nr;
 	int err;
@@ -924,27 +924,31 @@ static int cont_expand(struct tlog_mount *mnt, struct tlog_inode *inode, u64 old
 	err = truncate_block(mnt, inode, old, 0);
 	if (err || block_end <= hole_start)
 		return err;
-	/* the hole's extent map is new, with or without items for it */
-	tlog_inode_record_modified(inode, hole_start, block_end, true);
-	if (no_holes(mnt))
-		return 0;
 	err = collect_extents(mnt, inode, hole_start, block_end, &v, &nr);
 	if (err)
 		return err;
-	{
-		u64 pos = hole_start;
+	/*
+	 * Each part that is not preallocated gets a new hole extent map
+	 * (modified: the next fsync logs it), and without NO_HOLES a hole
+	 * item where no item is; preallocated space stays as it was.
+	 */
+	for (size_t i = 0; !err && i <= nr && pos < block_end; i++) {
+		u64 next = i < nr && v[i].start < block_end ? v[i].start : block_end;
 
-		for (size_t i = 0; !err && i <= nr; i++) {
-			u64 next = i < nr ? v[i].start : block_end;
-
-			if (next > block_end)
-				next = block_end;
-			if (next > pos)
+		if (next > pos) {
+			tlog_inode_record_modified(inode, pos, next, true);
+			if (!no_holes(mnt))
 				err = insert_file_extent(mnt, inode, pos, BTRFS_FILE_EXTENT_REG, 0, 0,
 							 0, next - pos, next - pos);
-			if (i < nr && sector_up(mnt, v[i].end) > pos)
-				pos = sector_up(mnt, v[i].end);
+			pos = next;
 		}
+		if (i == nr)
+			break;
+		next = sector_up(mnt, v[i].end) < block_end ? sector_up(mnt, v[i].end) : block_end;
+		if (next > pos && v[i].type != BTRFS_FILE_EXTENT_PREALLOC)
+			tlog_inode_record_modified(inode, pos, next, true);
+		if (next > pos)
+			pos = next;
 	}
 	free(v);
 	return err;
@@ -1134,16 +1138,19 @@ int tlog_truncate(struct tlog_mount *mnt, struct tlog_inode *inode, u64 size)
 	err = update_disk_i_size(mnt, inode);
 	if (err)
 		return err;
-	inode->full_sync = true;
 	data_changed(mnt, inode);
 	/*
-	 * btrfs_truncate's btrfs_set_inode_full_sync when extents were cut:
+	 * btrfs_truncate's btrfs_set_inode_full_sync when extents were cut
+	 * (a growing truncate has hole maps for the fast path instead):
 	 * pessimistic, it takes the last transaction of the inode - this one
 	 * - as its last reflink, so the next fsync logs the older extents
 	 * below i_size too.
 	 */
-	if (trimmed && inode->last_reflink_trans < inode->last_trans)
-		inode->last_reflink_trans = inode->last_trans;
+	if (trimmed) {
+		inode->full_sync = true;
+		if (inode->last_reflink_trans < inode->last_trans)
+			inode->last_reflink_trans = inode->last_trans;
+	}
 	return 0;
 }
 
@@ -1166,6 +1173,8 @@ static int prealloc_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 
 						 len, 0, len, len);
 		if (err)
 			return err;
+		/* a new extent map, modified: the next fsync logs it */
+		tlog_inode_record_modified(inode, start, start + len, false);
 		tlog_inode_add_bytes(inode, (s64)len);
 		btrfs_set_inode_item_flags(&inode->item, inode_flags(inode) | BTRFS_INODE_PREALLOC);
 		start += len;
@@ -1340,7 +1349,11 @@ static int punch_range(struct tlog_mount *mnt, struct tlog_inode *inode, u64 off
 		return 0;
 	/* not clamped to EOF: preallocation past it goes too */
 	err = tlog_drop_extents(mnt, inode, lockstart, lockend);
-	if (!err && !no_holes(mnt) && lockstart < ino_size)
+	if (err || lockstart >= ino_size)
+		return err;
+	/* fill_holes: a hole extent map, modified, and without NO_HOLES its item */
+	tlog_inode_record_modified(inode, lockstart, lockend, true);
+	if (!no_holes(mnt))
 		err = insert_file_extent(mnt, inode, lockstart, BTRFS_FILE_EXTENT_REG, 0, 0, 0,
 					 lockend - lockstart, lockend - lockstart);
 	return err;
@@ -1370,7 +1383,7 @@ int tlog_fallocate(struct tlog_mount *mnt, struct tlog_inode *inode, unsigned in
 		err = allocate_range(mnt, inode, mode & TLOG_FALLOC_KEEP_SIZE, off, len);
 	if (err)
 		return err < 0 ? err : 0;
-	inode->full_sync = true;
+	/* the extent maps it made are on the modified list: no full sync */
 	data_changed(mnt, inode);
 	return 0;
 }

@@ -668,8 +668,9 @@ static int log_changed_extents(struct log_ctx *ctx, struct tlog_inode *inode)
 	struct btrfs_tree_iter iter;
 	int ret = 0;
 
+	/* nothing written since the last log: the prealloc extents past EOF still */
 	if (nr == 0)
-		return 0;	/* nothing written since the last log (runs may be NULL) */
+		return log_prealloc_extents(ctx, inode);
 	qsort(runs, nr, sizeof(*runs), cmp_runs);
 	btrfs_for_each_item(inode->root, &iter, &min, &max) {
 		struct tlog_file_extent ext;
