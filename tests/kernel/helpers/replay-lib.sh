@@ -82,10 +82,11 @@ log_root_of() {
 # log_summary IMG: what the log of IMG says, as dump-log shows it: the
 # logged inodes, their names and extent ranges, and the directories'
 # entries and the index ranges the log is authoritative for, in order (no
-# block addresses, no times).  Range items that touch are merged: the
-# kernel writes [2, 3] and [4, max] as two items where its delayed
-# deletions and its tree walk each add one, and replay reads them as
-# [2, max].
+# block addresses, no times).  Range items that touch or overlap are
+# merged into their union, which is what replay reads: the kernel writes
+# [2, 3] and [4, max] as two items where its delayed deletions and its
+# tree walk each add one, tlogctl [2, max] from its tree walk alone, and a
+# later fsync of the directory adds ranges inside an earlier one.
 log_summary() {
 	tl dump-log "$1" 2>/dev/null |
 		sed -n -e 's/^log tree of \(subvolume [0-9]*\):.*/\1/p' \
@@ -98,7 +99,12 @@ log_summary() {
 		function flush() { if (have) print "index range [" lo ", " hi "] logged"; have = 0 }
 		/^index range / {
 			gsub(/[\[\],]/, " "); a = $3; b = $4
-			if (have && hi != "max" && a == hi + 1) { hi = b; next }
+			# ranges come by start: one that touches or overlaps the last joins it
+			if (have && (hi == "max" || a <= hi + 1)) {
+				if (hi != "max" && (b == "max" || b + 0 > hi + 0))
+					hi = b
+				next
+			}
 			flush(); lo = a; hi = b; have = 1; next
 		}
 		{ flush(); print }
