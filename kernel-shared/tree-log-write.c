@@ -230,22 +230,30 @@ static int drop_log_extents(struct log_ctx *ctx, const struct tlog_inode *inode,
 }
 
 /* A hole item [start, start + len) in the log (btrfs_insert_hole_extent). */
-static int log_hole(struct log_ctx *ctx, const struct tlog_inode *inode, u64 start, u64 len)
+/* A file extent item made for the log (not copied from the subvolume's leaves). */
+static int insert_log_extent(struct log_ctx *ctx, const struct tlog_inode *inode, u64 start,
+			     const struct btrfs_file_extent_item *fi)
 {
 	struct btrfs_key key = { inode->ino, BTRFS_EXTENT_DATA_KEY, start };
-	struct btrfs_file_extent_item fi;
 	int ret;
+
+	ctx->mnt->stats.log_searches++;
+	ret = btrfs_insert_item(ctx->trans, ctx->log, &key, fi, sizeof(*fi));
+	if (!ret)
+		ctx->mnt->stats.items_copied++;
+	return ret;
+}
+
+static int log_hole(struct log_ctx *ctx, const struct tlog_inode *inode, u64 start, u64 len)
+{
+	struct btrfs_file_extent_item fi;
 
 	memset(&fi, 0, sizeof(fi));
 	btrfs_set_file_extent_item_num_bytes(&fi, len);
 	btrfs_set_file_extent_item_ram_bytes(&fi, len);
 	btrfs_set_file_extent_item_generation(&fi, ctx->trans->transid);
 	btrfs_set_file_extent_item_type(&fi, BTRFS_FILE_EXTENT_REG);
-	ctx->mnt->stats.log_searches++;
-	ret = btrfs_insert_item(ctx->trans, ctx->log, &key, &fi, sizeof(fi));
-	if (!ret)
-		ctx->mnt->stats.items_copied++;
-	return ret;
+	return insert_log_extent(ctx, inode, start, &fi);
 }
 
 /*
@@ -555,7 +563,6 @@ static int log_extent_part(struct log_ctx *ctx, const struct tlog_inode *inode,
 			   const struct extent_buffer *leaf, int slot,
 			   const struct tlog_file_extent *ext, u64 start, u64 end)
 {
-	struct btrfs_key key = { inode->ino, BTRFS_EXTENT_DATA_KEY, start };
 	struct btrfs_file_extent_item fi;
 	struct tlog_file_extent part = *ext;
 	int ret = 0;
@@ -571,13 +578,7 @@ static int log_extent_part(struct log_ctx *ctx, const struct tlog_inode *inode,
 		ret = drop_log_extents(ctx, inode, start, end);
 	if (!ret)
 		ret = log_extent_csums(ctx, inode, &part);
-	if (ret)
-		return ret;
-	ctx->mnt->stats.log_searches++;
-	ret = btrfs_insert_item(ctx->trans, ctx->log, &key, &fi, sizeof(fi));
-	if (!ret)
-		ctx->mnt->stats.items_copied++;
-	return ret;
+	return ret ? ret : insert_log_extent(ctx, inode, start, &fi);
 }
 
 /*
