@@ -229,7 +229,6 @@ static int drop_log_extents(struct log_ctx *ctx, const struct tlog_inode *inode,
 	return btrfs_drop_file_extents(ctx->trans, ctx->log, inode->ino, start, end, &found);
 }
 
-/* A hole item [start, start + len) in the log (btrfs_insert_hole_extent). */
 /* A file extent item made for the log (not copied from the subvolume's leaves). */
 static int insert_log_extent(struct log_ctx *ctx, const struct tlog_inode *inode, u64 start,
 			     const struct btrfs_file_extent_item *fi)
@@ -244,6 +243,7 @@ static int insert_log_extent(struct log_ctx *ctx, const struct tlog_inode *inode
 	return ret;
 }
 
+/* A hole item [start, start + len) in the log (btrfs_insert_hole_extent). */
 static int log_hole(struct log_ctx *ctx, const struct tlog_inode *inode, u64 start, u64 len)
 {
 	struct btrfs_file_extent_item fi;
