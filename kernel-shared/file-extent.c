@@ -295,7 +295,7 @@ int btrfs_mark_extent_written(struct tlog_trans *trans, struct btrfs_root *root,
 {
 	struct found_extent p, prev, next;
 	u64 lo = start, hi = end;
-	int items = 1, pieces = 1, ret;
+	int refs, ret;
 
 	ret = next_extent(root, ino, start, end, &p);
 	if (ret == 0 && (p.ext.type != BTRFS_FILE_EXTENT_PREALLOC || p.key.offset > start ||
@@ -310,19 +310,15 @@ int btrfs_mark_extent_written(struct tlog_trans *trans, struct btrfs_root *root,
 		ret = extent_ending_at(root, ino, start, &prev);
 		if (ret < 0)
 			return ret;
-		if (ret == 0 && merges_with(&prev, &p)) {
+		if (ret == 0 && merges_with(&prev, &p))
 			lo = prev.key.offset;
-			items++;
-		}
 	}
 	if (end == p.ext.end) {
 		ret = extent_starting_at(root, ino, end, &next);
 		if (ret < 0)
 			return ret;
-		if (ret == 0 && merges_with(&next, &p)) {
+		if (ret == 0 && merges_with(&next, &p))
 			hi = next.ext.end;
-			items++;
-		}
 	}
 	/* the merged neighbours and the prealloc item go, the pieces come */
 	ret = btrfs_delete_item(trans, root, &p.key);
@@ -330,21 +326,21 @@ int btrfs_mark_extent_written(struct tlog_trans *trans, struct btrfs_root *root,
 		ret = btrfs_delete_item(trans, root, &prev.key);
 	if (!ret && hi > end)
 		ret = btrfs_delete_item(trans, root, &next.key);
-	if (!ret && p.key.offset < start) {
+	if (!ret && p.key.offset < start)
 		ret = insert_piece(trans, root, &p, BTRFS_FILE_EXTENT_PREALLOC, p.key.offset, start);
-		pieces++;
-	}
 	if (!ret)
 		ret = insert_piece(trans, root, &p, BTRFS_FILE_EXTENT_REG, lo, hi);
-	if (!ret && end < p.ext.end) {
+	if (!ret && end < p.ext.end)
 		ret = insert_piece(trans, root, &p, BTRFS_FILE_EXTENT_PREALLOC, end, p.ext.end);
-		pieces++;
-	}
-	/* one reference per item of the extent: the count follows the items */
-	for (; !ret && pieces > items; pieces--)
+	/*
+	 * One reference per item of the extent: the prealloc pieces left on
+	 * either side are new items, the merged neighbours are gone.
+	 */
+	refs = (p.key.offset < start) + (end < p.ext.end) - (lo < start) - (hi > end);
+	for (; !ret && refs > 0; refs--)
 		ret = btrfs_add_data_ref(trans, p.ext.disk_bytenr, p.ext.disk_num_bytes,
 					 root->root_key.objectid, ino, ref_offset(&p));
-	for (; !ret && items > pieces; items--)
+	for (; !ret && refs < 0; refs++)
 		ret = btrfs_free_data_extent(trans, p.ext.disk_bytenr, p.ext.disk_num_bytes,
 					     root->root_key.objectid, ino, ref_offset(&p));
 	return ret;
