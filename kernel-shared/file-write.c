@@ -933,22 +933,24 @@ static int cont_expand(struct tlog_mount *mnt, struct tlog_inode *inode, u64 old
 	 * item where no item is; preallocated space stays as it was.
 	 */
 	for (size_t i = 0; !err && i <= nr && pos < block_end; i++) {
-		u64 next = i < nr && v[i].start < block_end ? v[i].start : block_end;
+		u64 gap_end = i < nr && v[i].start < block_end ? v[i].start : block_end;
+		u64 item_end;
 
-		if (next > pos) {
-			tlog_inode_record_modified(inode, pos, next, true);
+		if (gap_end > pos) {
+			tlog_inode_record_modified(inode, pos, gap_end, true);
 			if (!no_holes(mnt))
 				err = insert_file_extent(mnt, inode, pos, BTRFS_FILE_EXTENT_REG, 0, 0,
-							 0, next - pos, next - pos);
-			pos = next;
+							 0, gap_end - pos, gap_end - pos);
+			pos = gap_end;
 		}
 		if (i == nr)
 			break;
-		next = sector_up(mnt, v[i].end) < block_end ? sector_up(mnt, v[i].end) : block_end;
-		if (next > pos && v[i].type != BTRFS_FILE_EXTENT_PREALLOC)
-			tlog_inode_record_modified(inode, pos, next, true);
-		if (next > pos)
-			pos = next;
+		item_end = sector_up(mnt, v[i].end) < block_end ? sector_up(mnt, v[i].end) : block_end;
+		if (item_end <= pos)
+			continue;
+		if (v[i].type != BTRFS_FILE_EXTENT_PREALLOC)
+			tlog_inode_record_modified(inode, pos, item_end, true);
+		pos = item_end;
 	}
 	free(v);
 	return err;
