@@ -99,6 +99,9 @@ done
 # the scripts allowed to log otherwise than the kernel: the first word of each line
 log_differs_ok=" $(sed -n 's/^\([^#[:space:]][^[:space:]]*\).*/\1/p' \
 	"$TOP/tests/kernel/replay-scenarios/log-differs.txt" | tr '\n' ' ') "
+listed_log_differs() { [[ "$log_differs_ok" == *" $1 "* ]]; }
+# a scenario or corpus script not listed must log what the kernel logs
+must_log_same() { [[ "$1" != r-* ]] && ! listed_log_differs "$1"; }
 notrun=() crash_names=()
 i=0 ran=0 crashes=0 kernel_breaks=0 random_crashes=0 logs_same=0 logs_differ=0 start=$(date +%s)
 for e in "${list[@]}"; do
@@ -131,7 +134,7 @@ for e in "${list[@]}"; do
 	run_scenario "$name" run_compare "$s" "$name" $opts
 	# a scenario's log that differs is tried once more: the kernel's own
 	# timing can change what it logs (log-write.md, "Known differences")
-	if [ "$SCN_FAILED" = "$before" ] && [[ "$name" != r-* && "$log_differs_ok" != *" $name "* ]] &&
+	if [ "$SCN_FAILED" = "$before" ] && must_log_same "$name" &&
 	   grep -q '^log-compare: differs' "$TMP/scn.log"; then
 		cp "$TMP/scn.log" "$TMP/scn.first.log"
 		SCN_PASSED=$((SCN_PASSED - 1))
@@ -144,11 +147,11 @@ for e in "${list[@]}"; do
 	fi
 	if grep -q '^log-compare: same' "$TMP/scn.log"; then
 		logs_same=$((logs_same + 1))
-		[[ "$log_differs_ok" == *" $name "* ]] &&
+		listed_log_differs "$name" &&
 			echo "note: $name logs what the kernel logs now: take it off replay-scenarios/log-differs.txt"
 	elif grep -q '^log-compare: differs' "$TMP/scn.log"; then
 		logs_differ=$((logs_differ + 1))
-		if [[ "$name" != r-* && "$log_differs_ok" != *" $name "* ]]; then
+		if must_log_same "$name"; then
 			echo "FAIL  $name: its log differs from the kernel's"
 			grep -A8 '^log-compare:' "$TMP/scn.log"
 			SCN_PASSED=$((SCN_PASSED - 1))
